@@ -1,0 +1,36 @@
+# The two commands of the README: `make demo` and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+
+.PHONY: demo test lint format clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+
+$(VENV)/.installed: setup.py pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-test: setup.py pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $(VENV)/.installed $@
+
+demo: $(VENV)/.installed
+	$(BIN)/t2t-trainer --registry_help
+	$(BIN)/t2t-trainer --hparams_set=transformer_big --hparams=beam_size=8 --hparams_help
+
+test: $(VENV)/.installed-test lint
+	$(BIN)/pytest
+
+lint: $(VENV)/.installed-test
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: $(VENV)/.installed-test
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .hypothesis

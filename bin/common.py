@@ -1,0 +1,147 @@
+"""Flags and error handling shared by the t2t-* binaries."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from typing import NoReturn
+
+from absl import app, flags
+
+from t2t_keras import registry
+from t2t_keras.data import Problem
+from t2t_keras.errors import UserError
+from t2t_keras.hparam import HParams
+from t2t_keras.models import TransformerHParams
+
+FLAGS = flags.FLAGS
+_HELP_FLAGS = {"?", "help", "helpfull", "helpshort", "helpxml"}
+
+_HPARAMS_HELP = (
+    "Overrides of the hparams set's values: comma-separated name=value, e.g. "
+    "'num_heads=4,dropout=0.2'. Booleans are true/false, lists [1,2]. "
+    "The fields (Transformer defaults shown; --hparams_help shows a set's values):\n"
+)
+
+
+def define_registry_flags() -> None:
+    """--t2t_usr_dir and --registry_help, which every binary has."""
+    flags.DEFINE_string(
+        "t2t_usr_dir",
+        None,
+        "Directory of a Python package (with __init__.py) whose modules register "
+        "your own problems, hparams sets and models.",
+    )
+    flags.DEFINE_bool(
+        "registry_help", False, "Print every registered problem, model and hparams set, then exit."
+    )
+
+
+def define_problem_flag() -> None:
+    flags.DEFINE_string("problem", None, "Name of a registered problem (see --registry_help).")
+
+
+def define_model_flags() -> None:
+    """--model, --hparams_set, --hparams and --hparams_help."""
+    flags.DEFINE_string("model", "transformer", "Name of a registered model.")
+    flags.DEFINE_string(
+        "hparams_set", None, "Name of a registered hparams set, e.g. transformer_base."
+    )
+    flags.DEFINE_string("hparams", "", _HPARAMS_HELP + TransformerHParams.help_text())
+    flags.DEFINE_bool(
+        "hparams_help",
+        False,
+        "Print every hparams field with its meaning and value (those of --hparams_set "
+        "with --hparams applied, or the Transformer defaults), then exit.",
+    )
+
+
+def run(main: Callable[[], int | None]) -> NoReturn:
+    """Runs `main` as an absl program; user errors exit with status 2."""
+
+    def absl_main(argv: list[str]) -> int | None:
+        if len(argv) > 1:
+            fail(f"unexpected arguments {' '.join(argv[1:])!r}; every option is a --flag.")
+        try:
+            return main()
+        except UserError as error:
+            fail(str(error))
+
+    app.run(absl_main, flags_parser=_parse_flags)
+
+
+def _parse_flags(argv: list[str]) -> list[str]:
+    try:
+        return FLAGS(argv)
+    except SystemExit as exit_request:
+        # absl exits with 1 after printing help; asking for help is no error.
+        asked = {arg.lstrip("-").split("=")[0] for arg in argv[1:]}
+        if exit_request.code == 1 and asked & _HELP_FLAGS:
+            sys.exit(0)
+        raise
+    except flags.Error as error:
+        message = str(error).replace(" ?", "?").rstrip()
+        if not message.endswith(("?", ".")):
+            message += "."
+        fail(f"{message} Run {_program()} --helpfull to see every flag.")
+
+
+def fail(message: str) -> NoReturn:
+    """Prints `message` as the program's error and exits with status 2."""
+    print(f"{_program()}: error: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def _program() -> str:
+    return os.path.basename(sys.argv[0]) or "t2t"
+
+
+def start() -> bool:
+    """Imports --t2t_usr_dir; answers --registry_help or --hparams_help if asked.
+
+    Returns:
+      True when a help flag was answered and the program should exit.
+    """
+    if FLAGS.t2t_usr_dir:
+        registry.import_usr_dir(FLAGS.t2t_usr_dir)
+    if FLAGS.registry_help:
+        print(registry.help_string(), end="")
+        return True
+    if "hparams_help" in FLAGS and FLAGS.hparams_help:
+        print_hparams_help()
+        return True
+    return False
+
+
+def unavailable(what: str) -> NoReturn:
+    """Exits with status 1: the program cannot do `what` in this version."""
+    print(f"{_program()}: {what} is not available in this version.", file=sys.stderr)
+    sys.exit(1)
+
+
+def required(flag_name: str, what: str) -> str:
+    """The flag's value, or a clear error naming what it must hold."""
+    value = FLAGS[flag_name].value
+    if not value:
+        fail(f"--{flag_name} is required: {what}. `{_program()} --registry_help` lists them.")
+    return value
+
+
+def resolve_hparams() -> HParams:
+    """--hparams_set with --hparams applied."""
+    hparams_set = required("hparams_set", "the name of a registered hparams set")
+    return registry.hparams(hparams_set).override(FLAGS.hparams)
+
+
+def resolve_problem() -> Problem:
+    return registry.problem(required("problem", "the name of a registered problem"))
+
+
+def print_hparams_help() -> None:
+    """The fields of --hparams_set (with --hparams), or the Transformer defaults."""
+    if FLAGS.hparams_set:
+        title, hparams = FLAGS.hparams_set, resolve_hparams()
+    else:
+        title, hparams = "defaults", TransformerHParams().override(FLAGS.hparams)
+    print(f"{title} ({type(hparams).__name__}):\n{hparams.describe()}")

@@ -1,0 +1,244 @@
+"""The paper's Transformer hparams sets: base, big, every Table 3 row, parsing.
+
+Each set is the paper's base model with a few fields replaced. `batch_size`
+counts tokens per replica, so the paper's ~25k source + ~25k target tokens per
+step come from 4096 (padding counted) times 8 GPUs; the `_single_gpu` sets get
+the same step from one device by accumulating 8 micro-batches.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from t2t_keras import registry
+from t2t_keras.models import TransformerHParams
+
+
+@registry.register_hparams
+def transformer_base() -> TransformerHParams:
+    """The paper's base model: N=6, d_model=512, d_ff=2048, h=8, 65M params."""
+    return TransformerHParams()
+
+
+@registry.register_hparams
+def transformer_big() -> TransformerHParams:
+    """The paper's big model for En-De: d_model=1024, d_ff=4096, h=16, P_drop=0.3."""
+    return replace(
+        transformer_base(),
+        d_model=1024,
+        d_ff=4096,
+        num_heads=16,
+        dropout=0.3,
+        embedding_dropout=0.3,
+    )
+
+
+@registry.register_hparams
+def transformer_big_enfr() -> TransformerHParams:
+    """The paper's big model for En-Fr: as big, with P_drop=0.1."""
+    return replace(transformer_big(), dropout=0.1, embedding_dropout=0.1)
+
+
+@registry.register_hparams
+def transformer_base_single_gpu() -> TransformerHParams:
+    """Base on one device: 8 accumulated micro-batches make the paper's 8-GPU step."""
+    return replace(transformer_base(), gradient_accumulation_steps=8)
+
+
+@registry.register_hparams
+def transformer_big_single_gpu() -> TransformerHParams:
+    """Big (En-De) on one device: 8 accumulated micro-batches make the paper's step."""
+    return replace(transformer_big(), gradient_accumulation_steps=8)
+
+
+@registry.register_hparams
+def transformer_base_v3() -> TransformerHParams:
+    """tensor2tensor's later base recipe: pre-norm, more dropout, its rsqrt schedule."""
+    return replace(
+        transformer_base(),
+        layer_norm_position="pre",
+        attention_dropout=0.1,
+        relu_dropout=0.1,
+        adam_beta2=0.997,
+        learning_rate_schedule="t2t",
+        learning_rate=2.0,
+        warmup_steps=8000,
+    )
+
+
+@registry.register_hparams
+def transformer_small() -> TransformerHParams:
+    """A small model for CPU work: 3 layers, d_model=256, d_ff=1024, h=4."""
+    return replace(
+        transformer_base(),
+        num_encoder_layers=3,
+        num_decoder_layers=3,
+        d_model=256,
+        d_ff=1024,
+        num_heads=4,
+        warmup_steps=1000,
+    )
+
+
+@registry.register_hparams
+def transformer_tiny() -> TransformerHParams:
+    """A tiny model for tests and demos: 2 layers, d_model=64, d_ff=256, h=4."""
+    return replace(
+        transformer_base(),
+        num_encoder_layers=2,
+        num_decoder_layers=2,
+        d_model=64,
+        d_ff=256,
+        num_heads=4,
+        d_k=16,
+        d_v=16,
+        batch_size=2048,
+        warmup_steps=400,
+    )
+
+
+# English constituency parsing (Section 6.3): 4 layers, d_model=1024, attention
+# dropout on, wide beam and long outputs for linearized trees. The paper tuned
+# dropout on WSJ section 22 without publishing it; these are tensor2tensor's.
+
+
+def _parsing(dropout: float) -> TransformerHParams:
+    return replace(
+        transformer_base(),
+        num_encoder_layers=4,
+        num_decoder_layers=4,
+        d_model=1024,
+        d_k=128,
+        d_v=128,
+        dropout=dropout,
+        embedding_dropout=dropout,
+        attention_dropout=dropout,
+        max_length=512,
+        beam_size=21,
+        alpha=0.3,
+        extra_length=300,
+    )
+
+
+@registry.register_hparams
+def transformer_parsing_wsj() -> TransformerHParams:
+    """Parsing, WSJ only (~40K trees, 16K vocab): 4 layers, d_model=1024, beam 21."""
+    return _parsing(dropout=0.2)
+
+
+@registry.register_hparams
+def transformer_parsing_semisup() -> TransformerHParams:
+    """Parsing, semi-supervised (~17M trees, 32K vocab): as WSJ with less dropout."""
+    return _parsing(dropout=0.1)
+
+
+# Table 3: variations on base, measured on newstest2013. Row "big" is
+# transformer_big; the paper's numbers sit beside each set's docstring.
+
+
+@registry.register_hparams
+def transformer_base_table3_a1() -> TransformerHParams:
+    """Table 3 (A): h=1, d_k=d_v=512 (dev BLEU 24.9)."""
+    return replace(transformer_base(), num_heads=1, d_k=512, d_v=512)
+
+
+@registry.register_hparams
+def transformer_base_table3_a2() -> TransformerHParams:
+    """Table 3 (A): h=4, d_k=d_v=128 (dev BLEU 25.5)."""
+    return replace(transformer_base(), num_heads=4, d_k=128, d_v=128)
+
+
+@registry.register_hparams
+def transformer_base_table3_a3() -> TransformerHParams:
+    """Table 3 (A): h=16, d_k=d_v=32 (dev BLEU 25.8)."""
+    return replace(transformer_base(), num_heads=16, d_k=32, d_v=32)
+
+
+@registry.register_hparams
+def transformer_base_table3_a4() -> TransformerHParams:
+    """Table 3 (A): h=32, d_k=d_v=16 (dev BLEU 25.4)."""
+    return replace(transformer_base(), num_heads=32, d_k=16, d_v=16)
+
+
+@registry.register_hparams
+def transformer_base_table3_b1() -> TransformerHParams:
+    """Table 3 (B): d_k=16 (dev BLEU 25.1, 58M params)."""
+    return replace(transformer_base(), d_k=16)
+
+
+@registry.register_hparams
+def transformer_base_table3_b2() -> TransformerHParams:
+    """Table 3 (B): d_k=32 (dev BLEU 25.4, 60M params)."""
+    return replace(transformer_base(), d_k=32)
+
+
+@registry.register_hparams
+def transformer_base_table3_c1() -> TransformerHParams:
+    """Table 3 (C): N=2 (dev BLEU 23.7, 36M params)."""
+    return replace(transformer_base(), num_encoder_layers=2, num_decoder_layers=2)
+
+
+@registry.register_hparams
+def transformer_base_table3_c2() -> TransformerHParams:
+    """Table 3 (C): N=4 (dev BLEU 25.3, 50M params)."""
+    return replace(transformer_base(), num_encoder_layers=4, num_decoder_layers=4)
+
+
+@registry.register_hparams
+def transformer_base_table3_c3() -> TransformerHParams:
+    """Table 3 (C): N=8 (dev BLEU 25.5, 80M params)."""
+    return replace(transformer_base(), num_encoder_layers=8, num_decoder_layers=8)
+
+
+@registry.register_hparams
+def transformer_base_table3_c4() -> TransformerHParams:
+    """Table 3 (C): d_model=256, d_k=d_v=32 (dev BLEU 24.5, 28M params)."""
+    return replace(transformer_base(), d_model=256, d_k=32, d_v=32)
+
+
+@registry.register_hparams
+def transformer_base_table3_c5() -> TransformerHParams:
+    """Table 3 (C): d_model=1024, d_k=d_v=128 (dev BLEU 26.0, 168M params)."""
+    return replace(transformer_base(), d_model=1024, d_k=128, d_v=128)
+
+
+@registry.register_hparams
+def transformer_base_table3_c6() -> TransformerHParams:
+    """Table 3 (C): d_ff=1024 (dev BLEU 25.4, 53M params)."""
+    return replace(transformer_base(), d_ff=1024)
+
+
+@registry.register_hparams
+def transformer_base_table3_c7() -> TransformerHParams:
+    """Table 3 (C): d_ff=4096 (dev BLEU 26.2, 90M params)."""
+    return replace(transformer_base(), d_ff=4096)
+
+
+@registry.register_hparams
+def transformer_base_table3_d1() -> TransformerHParams:
+    """Table 3 (D): P_drop=0.0 (dev BLEU 24.6)."""
+    return replace(transformer_base(), dropout=0.0, embedding_dropout=0.0)
+
+
+@registry.register_hparams
+def transformer_base_table3_d2() -> TransformerHParams:
+    """Table 3 (D): P_drop=0.2 (dev BLEU 25.5)."""
+    return replace(transformer_base(), dropout=0.2, embedding_dropout=0.2)
+
+
+@registry.register_hparams
+def transformer_base_table3_d3() -> TransformerHParams:
+    """Table 3 (D): label smoothing 0.0 (dev BLEU 25.3)."""
+    return replace(transformer_base(), label_smoothing=0.0)
+
+
+@registry.register_hparams
+def transformer_base_table3_d4() -> TransformerHParams:
+    """Table 3 (D): label smoothing 0.2 (dev BLEU 25.7)."""
+    return replace(transformer_base(), label_smoothing=0.2)
+
+
+@registry.register_hparams
+def transformer_base_table3_e() -> TransformerHParams:
+    """Table 3 (E): learned positional embeddings instead of sinusoids (dev BLEU 25.7)."""
+    return replace(transformer_base(), position_encoding="learned")

@@ -1,0 +1,61 @@
+"""Package metadata, dependencies and the t2t-* commands."""
+
+from pathlib import Path
+
+from setuptools import find_packages, setup
+
+# Catalog and binaries live at the top of the repository but install inside
+# the t2t_keras namespace: nothing named bare `problems`, `hparams` or `bin`.
+MAPPED = {"t2t_keras.problems": "problems", "t2t_keras.hparams": "hparams", "t2t_keras.bin": "bin"}
+
+
+def _packages() -> list[str]:
+    packages = find_packages(include=["t2t_keras", "t2t_keras.*"])
+    for package, directory in MAPPED.items():
+        packages.append(package)
+        packages += [f"{package}.{sub}" for sub in find_packages(where=directory)]
+    return packages
+
+
+def _package_dir() -> dict[str, str]:
+    mapping = dict(MAPPED)
+    for package, directory in MAPPED.items():
+        for sub in find_packages(where=directory):
+            mapping[f"{package}.{sub}"] = f"{directory}/{sub.replace('.', '/')}"
+    return mapping
+
+
+setup(
+    name="t2t_keras",
+    version="0.1.0",
+    description='The Transformer of "Attention Is All You Need" on TensorFlow 2 and Keras 3, '
+    "with tensor2tensor's workflow.",
+    long_description=Path("README.md").read_text(encoding="utf-8"),
+    long_description_content_type="text/markdown",
+    license="Apache-2.0",
+    python_requires=">=3.11",
+    packages=_packages(),
+    package_dir=_package_dir(),
+    install_requires=[
+        "tensorflow~=2.21.0",
+        "tensorflow-text~=2.21.0",
+        "tensorflow-datasets>=4.9",
+        "sacrebleu>=2.4",
+        "absl-py>=2.1",
+        "sentencepiece>=0.2",
+    ],
+    extras_require={
+        "test": ["pytest>=8", "hypothesis>=6.100", "ruff==0.17.6"],
+    },
+    entry_points={
+        "console_scripts": [
+            "t2t-datagen=t2t_keras.bin.t2t_datagen:run",
+            "t2t-trainer=t2t_keras.bin.t2t_trainer:run",
+            "t2t-decoder=t2t_keras.bin.t2t_decoder:run",
+        ]
+    },
+    classifiers=[
+        "Programming Language :: Python :: 3.11",
+        "Topic :: Scientific/Engineering :: Artificial Intelligence",
+    ],
+)

@@ -1,0 +1,337 @@
+"""Typed hyperparameters: frozen dataclasses with string overrides and JSON.
+
+An hparams class is a frozen dataclass deriving from `HParams`. Every field
+has a type, a default and a one-line comment, which become the help text:
+
+    @dataclasses.dataclass(frozen=True)
+    class MyHParams(HParams):
+        num_heads: int = 8  # attention heads per layer
+        layer_sizes: tuple[int, ...] = (512, 512)  # width of each layer
+
+    MyHParams().override("num_heads=4,layer_sizes=[256,128]")
+
+Supported field types: bool, int, float, str, `Literal[...]` of strings,
+`tuple[X, ...]` of those, and `X | None`.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import difflib
+import functools
+import inspect
+import io
+import json
+import textwrap
+import tokenize
+import types
+import typing
+from typing import Any, Literal, TypeVar
+
+from t2t_keras.errors import UserError
+
+H = TypeVar("H", bound="HParams")
+
+_TRUE = ("true", "yes", "1")
+_FALSE = ("false", "no", "0")
+_NONE = ("none", "null")
+
+
+class HParamsError(UserError, ValueError):
+    """An override string, a JSON text or a value that does not fit the fields."""
+
+
+@dataclasses.dataclass(frozen=True)
+class HParams:
+    """Base of every hparams class: typed, immutable, overridable, serializable."""
+
+    def __post_init__(self) -> None:
+        for name, annotation in _field_types(type(self)).items():
+            value = _check_value(getattr(self, name), annotation, name)
+            object.__setattr__(self, name, value)
+        self.validate()
+
+    def validate(self) -> None:
+        """Checks ranges and relations between fields; subclasses extend it."""
+
+    def require(self, condition: bool, name: str, expected: str) -> None:
+        """Raises HParamsError about field `name` unless `condition` holds."""
+        if not condition:
+            value = _format_value(getattr(self, name))
+            raise HParamsError(f"hparam {name}={value} is not valid: {name} must be {expected}.")
+
+    def override(self: H, spec: str) -> H:
+        """Returns a copy with the overrides "name=value,name=value" applied.
+
+        Values are parsed to each field's type: `true`/`false` for bools,
+        `[1,2]` for tuples, `None` for optional fields.
+        """
+        types_by_name = _field_types(type(self))
+        changes: dict[str, Any] = {}
+        for item in _split_top_level(spec, spec):
+            name, sep, text = item.partition("=")
+            name = name.strip()
+            if not sep or not name:
+                raise HParamsError(
+                    f"Malformed hparams override {item!r} in {spec!r}: each item "
+                    "must be name=value, items separated by commas "
+                    '(e.g. "num_heads=4,dropout=0.2,layer_sizes=[1,2]").'
+                )
+            if name not in types_by_name:
+                raise _unknown_field_error(type(self), name, f"in {spec!r}")
+            if name in changes:
+                raise HParamsError(f"hparam {name!r} is set twice in {spec!r}.")
+            changes[name] = _parse_text(text.strip(), types_by_name[name], name)
+        return dataclasses.replace(self, **changes)
+
+    def values(self) -> dict[str, Any]:
+        """The fields as a plain dict, tuples as lists (JSON-ready)."""
+        return json.loads(json.dumps(dataclasses.asdict(self)))
+
+    def to_json(self) -> str:
+        """The JSON text that `from_json` reads back (what hparams.json holds)."""
+        return json.dumps(self.values(), indent=2) + "\n"
+
+    @classmethod
+    def from_json(cls: type[H], text: str) -> H:
+        """Reads `to_json` output; fields missing from the text keep defaults."""
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise HParamsError(f"hparams JSON is not valid JSON: {error}.") from None
+        if not isinstance(data, dict):
+            raise HParamsError(
+                "hparams JSON must be an object mapping field names to values, "
+                f"got {type(data).__name__}."
+            )
+        for name in data:
+            if name not in _field_types(cls):
+                raise _unknown_field_error(cls, name, "in the hparams JSON")
+        return cls(**data)
+
+    @classmethod
+    def field_help(cls) -> dict[str, str]:
+        """Each field's one-line comment, from the class source."""
+        return dict(_field_comments(cls))
+
+    @classmethod
+    def help_text(cls) -> str:
+        """One line per field: name, type, default and meaning."""
+        return cls().describe()
+
+    def describe(self) -> str:
+        """One line per field: name, this instance's value, type and meaning."""
+        comments = _field_comments(type(self))
+        lines = []
+        for name, annotation in _field_types(type(self)).items():
+            value = _format_value(getattr(self, name))
+            kind = _type_name(annotation)
+            lines.append(f"  {name} = {value} ({kind}): {comments[name]}")
+        return "\n".join(lines)
+
+
+# Field types and comments.
+
+
+@functools.cache
+def _field_types(cls: type) -> dict[str, Any]:
+    """Field name -> resolved annotation; checks the class is well formed."""
+    params = getattr(cls, "__dataclass_params__", None)
+    if params is None or not params.frozen or "__dataclass_fields__" not in vars(cls):
+        raise TypeError(
+            f"{cls.__name__} must be decorated with @dataclasses.dataclass(frozen=True)."
+        )
+    hints = typing.get_type_hints(cls)
+    result = {}
+    for field in dataclasses.fields(cls):
+        if field.default is dataclasses.MISSING and (field.default_factory is dataclasses.MISSING):
+            raise TypeError(f"{cls.__name__}.{field.name} needs a default value.")
+        _type_name(hints[field.name])  # Raises on unsupported annotations.
+        result[field.name] = hints[field.name]
+    return result
+
+
+@functools.cache
+def _field_comments(cls: type) -> dict[str, str]:
+    """Field name -> its comment, trailing or on the lines just above it."""
+    comments: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        if klass is object:
+            continue
+        try:
+            source = textwrap.dedent(inspect.getsource(klass))
+        except (OSError, TypeError):  # No source, e.g. defined in a REPL.
+            continue
+        comments.update(_comments_in_class_source(source))
+    return {f.name: comments.get(f.name, "") for f in dataclasses.fields(cls)}
+
+
+def _comments_in_class_source(source: str) -> dict[str, str]:
+    tokens = tokenize.generate_tokens(io.StringIO(source).readline)
+    trailing: dict[int, str] = {}
+    standalone: dict[int, str] = {}
+    for token in tokens:
+        if token.type == tokenize.COMMENT:
+            text = token.string.lstrip("#").strip()
+            own_line = token.line.strip().startswith("#")
+            (standalone if own_line else trailing)[token.start[0]] = text
+    class_node = ast.parse(source).body[0]
+    comments = {}
+    for node in getattr(class_node, "body", []):
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            text = trailing.get(node.end_lineno or node.lineno, "")
+            if not text:  # A comment block right above the field.
+                above, line = [], node.lineno - 1
+                while line in standalone:
+                    above.insert(0, standalone[line])
+                    line -= 1
+                text = " ".join(above)
+            comments[node.target.id] = text
+    return comments
+
+
+def _type_name(annotation: Any) -> str:
+    """Short name of a supported annotation; raises TypeError otherwise."""
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if annotation in (bool, int, float, str):
+        return annotation.__name__
+    if origin is Literal:
+        return "|".join(str(choice) for choice in args)
+    if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
+        return f"list of {_type_name(args[0])}"
+    if _optional_inner(annotation) is not None:
+        return f"{_type_name(_optional_inner(annotation))} or None"
+    raise TypeError(f"Unsupported hparams field type {annotation!r}.")
+
+
+def _optional_inner(annotation: Any) -> Any:
+    """X for `X | None` / `Optional[X]`, else None."""
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if len(args) == 1 and len(typing.get_args(annotation)) == 2:
+            return args[0]
+    return None
+
+
+# Values: checking Python values, parsing override text, formatting.
+
+
+def _check_value(value: Any, annotation: Any, name: str) -> Any:
+    """Returns `value` converted to the field's type, or raises HParamsError."""
+    inner = _optional_inner(annotation)
+    if inner is not None:
+        return None if value is None else _check_value(value, inner, name)
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    ok = False
+    if annotation is bool:
+        ok = isinstance(value, bool)
+    elif annotation is int:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif annotation is float:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        value = float(value) if ok else value
+    elif annotation is str:
+        ok = isinstance(value, str)
+    elif origin is Literal:
+        ok = isinstance(value, str) and value in args
+    elif origin is tuple and isinstance(value, (list, tuple)):
+        return tuple(_check_value(item, args[0], name) for item in value)
+    if not ok:
+        raise _bad_value_error(name, _format_value(value), annotation)
+    return value
+
+
+def _parse_text(text: str, annotation: Any, name: str) -> Any:
+    """Parses an override's value text to the field's type."""
+    inner = _optional_inner(annotation)
+    if inner is not None:
+        if text.lower() in _NONE:
+            return None
+        try:
+            return _parse_text(text, inner, name)
+        except HParamsError:
+            raise _bad_value_error(name, text, annotation) from None
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if annotation is bool and text.lower() in _TRUE + _FALSE:
+        return text.lower() in _TRUE
+    if annotation in (int, float):
+        try:
+            return annotation(text)
+        except ValueError:
+            pass
+    elif annotation is str or origin is Literal:
+        return _unquote(text)
+    elif origin is tuple and text[:1] in "[(" and text[-1:] in "])" and text:
+        items = _split_top_level(text[1:-1], text)
+        return tuple(_parse_text(item.strip(), args[0], name) for item in items)
+    raise _bad_value_error(name, text, annotation)
+
+
+def _unquote(text: str) -> str:
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1]
+    return text
+
+
+def _split_top_level(text: str, whole: str) -> list[str]:
+    """Splits on commas outside brackets and quotes; drops empty items."""
+    items, depth, quote, start = [], 0, "", 0
+    for index, char in enumerate(text):
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char in "[(":
+            depth += 1
+        elif char in "])":
+            depth -= 1
+        elif char == "," and depth == 0:
+            items.append(text[start:index])
+            start = index + 1
+        if depth < 0:
+            break
+    if depth != 0 or quote:
+        raise HParamsError(
+            f"Unbalanced brackets or quotes in hparams {whole!r}: lists are "
+            "written [1,2] and text with commas is quoted."
+        )
+    items.append(text[start:])
+    return [item for item in items if item.strip()]
+
+
+def _format_value(value: Any) -> str:
+    """A value written the way an override would write it."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (tuple, list)):
+        return "[" + ",".join(_format_value(item) for item in value) + "]"
+    return str(value)
+
+
+def _bad_value_error(name: str, text: str, annotation: Any) -> HParamsError:
+    return HParamsError(
+        f"hparam {name}={text} is not valid: {name} expects {_expected(annotation)}."
+    )
+
+
+def _expected(annotation: Any) -> str:
+    """What a value of this type looks like, for error messages."""
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if _optional_inner(annotation) is not None:
+        return f"{_expected(_optional_inner(annotation))}, or None"
+    if origin is Literal:
+        return "one of " + ", ".join(str(choice) for choice in args)
+    if origin is tuple:
+        return f"a list of {_type_name(args[0])} in brackets, e.g. [1,2]"
+    examples = {bool: "true or false", int: "an integer, e.g. 512", float: "a number, e.g. 0.1"}
+    return examples.get(annotation, "text")
+
+
+def _unknown_field_error(cls: type, name: str, where: str) -> HParamsError:
+    names = list(_field_types(cls))
+    close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
+    hint = f" Did you mean {', '.join(close)}?" if close else ""
+    return HParamsError(
+        f"Unknown hparam {name!r} {where}.{hint} {cls.__name__} has the fields: {', '.join(names)}."
+    )

@@ -1,0 +1,146 @@
+"""The Transformer's hyperparameters; the defaults are the paper's base model."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Literal
+
+from t2t_keras.hparam import HParams
+
+
+@dataclasses.dataclass(frozen=True)
+class TransformerHParams(HParams):
+    """Model shape, regularization, optimization, batching and decoding.
+
+    Defaults are "Attention Is All You Need", base model, WMT14 En-De.
+    """
+
+    # Model shape.
+
+    # Subword vocabulary size; 0 = take the problem's vocabulary size.
+    vocab_size: int = 0
+    # N, the number of identical layers in the encoder stack.
+    num_encoder_layers: int = 6
+    # N, the number of identical layers in the decoder stack.
+    num_decoder_layers: int = 6
+    # Width of the embeddings and of every sub-layer's output.
+    d_model: int = 512
+    # Inner width of the position-wise feed-forward block.
+    d_ff: int = 2048
+    # h, the number of attention heads in each attention layer.
+    num_heads: int = 8
+    # Query and key depth of one head.
+    d_k: int = 64
+    # Value depth of one head.
+    d_v: int = 64
+    # "post": LayerNorm(x + Dropout(Sublayer(x))), the paper's;
+    # "pre": x + Dropout(Sublayer(LayerNorm(x))), with a final layer norm per stack.
+    layer_norm_position: Literal["post", "pre"] = "post"
+    # Epsilon added to the variance in layer norm.
+    layer_norm_epsilon: float = 1e-6
+    # "sinusoid": the paper's fixed signal; "learned": a trained table per stack (Table 3 E).
+    position_encoding: Literal["sinusoid", "learned"] = "sinusoid"
+    # One matrix for encoder input, decoder input and the pre-softmax projection
+    # (needs one vocabulary for inputs and targets).
+    shared_embeddings: bool = True
+    # Without shared embeddings: the decoder's input embedding is also the softmax projection.
+    tie_target_embeddings: bool = True
+    # Longest sequence in tokens: longer training examples are dropped;
+    # also the size of learned position tables.
+    max_length: int = 256
+
+    # Regularization.
+
+    # P_drop, the residual dropout on each sub-layer's output before the add.
+    dropout: float = 0.1
+    # Dropout on embeddings plus positions (the paper uses P_drop).
+    embedding_dropout: float = 0.1
+    # Dropout on attention weights (off in the paper's translation models).
+    attention_dropout: float = 0.0
+    # Dropout on the feed-forward block's ReLU output (off in the paper).
+    relu_dropout: float = 0.0
+    # epsilon_ls, the probability mass spread uniformly over the vocabulary.
+    label_smoothing: float = 0.1
+
+    # Optimization.
+
+    # "adam": the paper's; "adafactor": less optimizer memory.
+    optimizer: Literal["adam", "adafactor"] = "adam"
+    # Adam's first-moment decay.
+    adam_beta1: float = 0.9
+    # Adam's second-moment decay.
+    adam_beta2: float = 0.98
+    # Adam's epsilon in the denominator.
+    adam_epsilon: float = 1e-9
+    # "paper": d_model^-0.5 * min(step^-0.5, step * warmup^-1.5); "t2t": tensor2tensor's
+    # constant*linear_warmup*rsqrt_decay*rsqrt_hidden_size; "constant": no schedule.
+    learning_rate_schedule: Literal["paper", "t2t", "constant"] = "paper"
+    # Multiplier of the schedule (with "constant", the learning rate itself).
+    learning_rate: float = 1.0
+    # Steps of linear learning-rate warmup.
+    warmup_steps: int = 4000
+    # Clip gradients to this global norm; 0 = no clipping (the paper).
+    clip_gradient_norm: float = 0.0
+
+    # Batching.
+
+    # Tokens per replica and step, padding counted: sentences * max(input, target length).
+    batch_size: int = 4096
+    # Micro-batches summed into one update; global batch = batch_size * replicas * this.
+    gradient_accumulation_steps: int = 1
+    # Shortest length bucket, in tokens.
+    min_length_bucket: int = 8
+    # Each length bucket's boundary is this factor above the one before.
+    length_bucket_step: float = 1.1
+
+    # Decoding.
+
+    # Beam width; 1 = greedy decoding.
+    beam_size: int = 4
+    # Length penalty exponent: scores are divided by ((5 + length) / 6) ** alpha.
+    alpha: float = 0.6
+    # Longest output = input length + this.
+    extra_length: int = 50
+
+    def validate(self) -> None:
+        """Ranges that every field must respect."""
+        for name in _AT_LEAST_ONE:
+            self.require(getattr(self, name) >= 1, name, "at least 1")
+        for name in _NON_NEGATIVE:
+            self.require(getattr(self, name) >= 0, name, "0 or more")
+        for name in _PROBABILITIES:
+            self.require(0.0 <= getattr(self, name) < 1.0, name, "in [0, 1)")
+        for name in ("adam_epsilon", "learning_rate", "layer_norm_epsilon"):
+            self.require(getattr(self, name) > 0.0, name, "above 0")
+        self.require(self.length_bucket_step > 1.0, "length_bucket_step", "above 1")
+        self.require(
+            self.learning_rate_schedule == "constant" or self.warmup_steps >= 1,
+            "warmup_steps",
+            "at least 1 unless learning_rate_schedule=constant",
+        )
+
+
+_AT_LEAST_ONE = (
+    "num_encoder_layers",
+    "num_decoder_layers",
+    "d_model",
+    "d_ff",
+    "num_heads",
+    "d_k",
+    "d_v",
+    "max_length",
+    "batch_size",
+    "gradient_accumulation_steps",
+    "min_length_bucket",
+    "beam_size",
+)
+_NON_NEGATIVE = ("vocab_size", "warmup_steps", "clip_gradient_norm", "alpha", "extra_length")
+_PROBABILITIES = (
+    "dropout",
+    "embedding_dropout",
+    "attention_dropout",
+    "relu_dropout",
+    "label_smoothing",
+    "adam_beta1",
+    "adam_beta2",
+)

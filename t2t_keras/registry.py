@@ -1,0 +1,323 @@
+"""Names -> problems, hparams sets and models; importing a user's own package.
+
+    @registry.register_problem            # name: my_corpus
+    class MyCorpus(Text2TextProblem): ...
+
+    @registry.register_hparams("my_set")  # an explicit name
+    def my_hparams_function() -> HParams: ...
+
+    registry.problem("my_corpus")          # an instance
+    registry.hparams("transformer_base")   # an HParams
+    registry.model("transformer")          # the class
+
+Importing this module registers the built-in catalog (`t2t_keras.problems`,
+`t2t_keras.hparams`); `import_usr_dir` adds a user's registrations.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import inspect
+import keyword
+import os
+import re
+import sys
+import traceback
+import types
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from t2t_keras.data.problem import Problem
+from t2t_keras.errors import UserError
+from t2t_keras.hparam import HParams
+
+T = TypeVar("T")
+
+
+class RegistryError(UserError):
+    """Base of the errors below."""
+
+
+class UnknownNameError(RegistryError, LookupError):
+    """No entry has the asked-for name."""
+
+
+class DuplicateNameError(RegistryError, ValueError):
+    """The name is registered already."""
+
+
+class RegistrationTypeError(RegistryError, TypeError):
+    """The object is not of the kind that the registry holds."""
+
+
+class UsrDirError(RegistryError, ImportError):
+    """The --t2t_usr_dir package could not be imported."""
+
+
+def default_name(obj: Any) -> str:
+    """Snake case of a class or function name: `TranslateEndeWmt32k` -> `translate_ende_wmt32k`."""
+    name = obj.__name__
+    name = re.sub(r"(.)([A-Z][a-z0-9]+)", r"\1_\2", name)
+    return re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).lower()
+
+
+class _Registry:
+    """One kind of entry: a name -> object map that refuses mistakes."""
+
+    def __init__(self, kind: str, plural: str, check: Callable[[Any], str]) -> None:
+        self.kind = kind
+        self.plural = plural
+        self._check = check  # Returns "" for an acceptable object, else why not.
+        self.entries: dict[str, Any] = {}
+
+    def register(self, obj: T, name: str | None = None) -> T:
+        problem = self._check(obj)
+        if problem:
+            raise RegistrationTypeError(f"Cannot register {obj!r} as a {self.kind}: {problem}.")
+        name = name or default_name(obj)
+        if name in self.entries:
+            raise DuplicateNameError(
+                f"{self.kind.capitalize()} {name!r} is already registered "
+                f"(by {_origin(self.entries[name])}); pick another name, e.g. with "
+                f'@register_{self.kind.split()[0]}("my_name").'
+            )
+        self.entries[name] = obj
+        return obj
+
+    def get(self, name: str) -> Any:
+        if name in self.entries:
+            return self.entries[name]
+        close = difflib.get_close_matches(name, self.entries, n=5, cutoff=0.6)
+        hint = f" Did you mean: {', '.join(close)}?" if close else ""
+        count = f"{len(self.entries)}" if self.entries else "No"
+        raise UnknownNameError(
+            f"Unknown {self.kind} {name!r}.{hint} {count} {self.plural} are registered "
+            "(`t2t-trainer --registry_help` lists them); --t2t_usr_dir=DIR adds your own."
+        )
+
+    def names(self) -> list[str]:
+        return sorted(self.entries)
+
+
+def _origin(obj: Any) -> str:
+    return f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', obj)}"
+
+
+def _check_problem(obj: Any) -> str:
+    if not (inspect.isclass(obj) and issubclass(obj, Problem)):
+        return "a problem must be a subclass of t2t_keras.data.Problem"
+    return ""
+
+
+def _check_hparams_function(obj: Any) -> str:
+    if inspect.isclass(obj) or not callable(obj):
+        return "an hparams set must be a function that returns an HParams"
+    try:
+        inspect.signature(obj).bind()
+    except TypeError:
+        return "an hparams set function must take no arguments"
+    return ""
+
+
+def _check_model(obj: Any) -> str:
+    import keras  # Here, not at the top: reading the registry needs no TensorFlow.
+
+    if not (inspect.isclass(obj) and issubclass(obj, keras.Model)):
+        return "a model must be a subclass of keras.Model"
+    return ""
+
+
+_PROBLEMS = _Registry("problem", "problems", _check_problem)
+_HPARAMS = _Registry("hparams set", "hparams sets", _check_hparams_function)
+_MODELS = _Registry("model", "models", _check_model)
+_ALL = (_PROBLEMS, _HPARAMS, _MODELS)
+
+
+def _decorator(registry: _Registry, obj: Any, name: str | None) -> Any:
+    if isinstance(obj, str):  # @register_x("name")
+        obj, name = None, obj
+    if obj is None:
+        return lambda target: registry.register(target, name)
+    return registry.register(obj, name)
+
+
+def register_problem(obj: Any = None, *, name: str | None = None) -> Any:
+    """Registers a Problem subclass: `@register_problem` or `@register_problem("name")`."""
+    return _decorator(_PROBLEMS, obj, name)
+
+
+def register_hparams(obj: Any = None, *, name: str | None = None) -> Any:
+    """Registers a function returning an HParams: `@register_hparams` or `("name")`."""
+    return _decorator(_HPARAMS, obj, name)
+
+
+def register_model(obj: Any = None, *, name: str | None = None) -> Any:
+    """Registers a keras.Model subclass: `@register_model` or `@register_model("name")`."""
+    return _decorator(_MODELS, obj, name)
+
+
+def problem(name: str) -> Problem:
+    """A new instance of the named problem; `<name>_rev` swaps inputs and targets."""
+    forward = name.removesuffix("_rev")
+    if name not in _PROBLEMS.entries and forward != name and forward in _PROBLEMS.entries:
+        return _PROBLEMS.get(forward)(was_reversed=True)
+    return _PROBLEMS.get(name)()
+
+
+def problem_name(cls: type) -> str:
+    """The name under which `cls` is registered, else its default name."""
+    for name, entry in _PROBLEMS.entries.items():
+        if entry is cls:
+            return name
+    return default_name(cls)
+
+
+def hparams(name: str) -> HParams:
+    """The named hparams set, freshly built."""
+    function = _HPARAMS.get(name)
+    result = function()
+    if not isinstance(result, HParams):
+        raise RegistrationTypeError(
+            f"hparams set {name!r} ({_origin(function)}) returned "
+            f"{type(result).__name__}; it must return an HParams instance."
+        )
+    return result
+
+
+def model(name: str) -> type:
+    """The named model class."""
+    return _MODELS.get(name)
+
+
+def list_problems() -> list[str]:
+    return _PROBLEMS.names()
+
+
+def list_hparams() -> list[str]:
+    return _HPARAMS.names()
+
+
+def list_models() -> list[str]:
+    return _MODELS.names()
+
+
+def help_string() -> str:
+    """Every registered name with the first line of its docstring."""
+    sections = []
+    for registry in (_PROBLEMS, _MODELS, _HPARAMS):
+        title = f"{registry.plural.capitalize()} ({len(registry.entries)}):"
+        width = max((len(name) for name in registry.entries), default=0)
+        rows = [
+            f"  {name:<{width}}  {_summary(registry.entries[name])}".rstrip()
+            for name in registry.names()
+        ]
+        sections.append("\n".join([title, *(rows or ["  (none)"])]))
+    return "\n\n".join(sections) + "\n"
+
+
+def _summary(obj: Any) -> str:
+    lines = (inspect.getdoc(obj) or "").strip().splitlines()
+    return lines[0] if lines else ""
+
+
+def _snapshot() -> list[dict[str, Any]]:
+    return [dict(registry.entries) for registry in _ALL]
+
+
+def _restore(snapshot: list[dict[str, Any]]) -> None:
+    for registry, entries in zip(_ALL, snapshot, strict=True):
+        registry.entries = dict(entries)
+
+
+def import_usr_dir(usr_dir: str) -> types.ModuleType:
+    """Imports the user's package at `usr_dir` so that its registrations count.
+
+    `usr_dir` is a directory holding an `__init__.py` that imports the modules
+    which register the user's problems, hparams sets and models. It is imported
+    under its directory name; importing the same directory again does nothing.
+    If the import fails, registrations it made are undone.
+
+    Raises:
+      UsrDirError: the path is missing, not a package, clashes with another
+        module, or its code raised (the message names the original error).
+    """
+    path = os.path.abspath(os.path.expanduser(usr_dir)).rstrip(os.sep) or os.sep
+    containing_dir, module_name = os.path.split(path)
+    _check_usr_dir(usr_dir, path, module_name)
+    existing = sys.modules.get(module_name)
+    if existing is not None:
+        if _module_dir(existing) == path:
+            return existing
+        raise _usr_dir_error(
+            usr_dir,
+            f"its package name {module_name!r} is already taken by "
+            f"{getattr(existing, '__file__', None) or 'a built-in module'}; "
+            "rename the directory",
+        )
+    snapshot = _snapshot()
+    sys.path.insert(0, containing_dir)
+    try:
+        module = importlib.import_module(module_name)
+    except (Exception, SystemExit) as error:
+        _restore(snapshot)
+        for name in [m for m in sys.modules if m.split(".")[0] == module_name]:
+            del sys.modules[name]
+        where = _error_location(error, path)
+        raise _usr_dir_error(
+            usr_dir,
+            f"importing it as package {module_name!r} failed with "
+            f"{type(error).__name__}: {error}{where}; fix that error and run again",
+        ) from error
+    finally:
+        sys.path.remove(containing_dir)
+    if _module_dir(module) != path:
+        _restore(snapshot)
+        raise _usr_dir_error(
+            usr_dir,
+            f"the name {module_name!r} imports {module.__file__} instead; rename the directory",
+        )
+    return module
+
+
+def _check_usr_dir(usr_dir: str, path: str, module_name: str) -> None:
+    if not os.path.exists(path):
+        raise _usr_dir_error(usr_dir, "no such directory")
+    if not os.path.isdir(path):
+        raise _usr_dir_error(usr_dir, "it is a file, not a directory")
+    if not os.path.isfile(os.path.join(path, "__init__.py")):
+        raise _usr_dir_error(usr_dir, "the directory has no __init__.py")
+    if not module_name.isidentifier() or keyword.iskeyword(module_name):
+        raise _usr_dir_error(
+            usr_dir,
+            f"{module_name!r} is not a valid Python package name; rename the "
+            "directory using letters, digits and underscores",
+        )
+
+
+def _usr_dir_error(usr_dir: str, reason: str) -> UsrDirError:
+    return UsrDirError(
+        f"--t2t_usr_dir={usr_dir}: {reason}. The user directory must be a Python "
+        "package: a directory with an __init__.py that imports the modules "
+        "registering your problems, hparams sets and models."
+    )
+
+
+def _module_dir(module: types.ModuleType) -> str:
+    file = getattr(module, "__file__", None)
+    return os.path.dirname(os.path.abspath(file)) if file else ""
+
+
+def _error_location(error: BaseException, path: str) -> str:
+    """' (at FILE, line N)' for the innermost frame inside the user's package."""
+    if isinstance(error, SyntaxError) and error.filename:
+        return f" (at {error.filename}, line {error.lineno})"
+    frames = traceback.extract_tb(error.__traceback__)
+    inside = [f for f in frames if os.path.abspath(f.filename).startswith(path + os.sep)]
+    return f" (at {inside[-1].filename}, line {inside[-1].lineno})" if inside else ""
+
+
+# The built-in catalog registers itself when imported; importing it here makes
+# `import t2t_keras.registry` enough to see it. Import errors are not caught.
+from t2t_keras import hparams as _hparams_catalog  # noqa: E402, F401
+from t2t_keras import problems as _problems_catalog  # noqa: E402, F401

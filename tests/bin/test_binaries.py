@@ -1,0 +1,147 @@
+"""The installed t2t-* commands: help, registry listing, bad input -> exit 2."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+BINARIES = ["t2t-datagen", "t2t-trainer", "t2t-decoder"]
+
+
+def run(binary: str, *args: str) -> subprocess.CompletedProcess:
+    """Runs an installed console script of this environment."""
+    script = Path(sys.executable).parent / binary
+    assert script.exists(), f"{binary} is not installed next to {sys.executable}"
+    return subprocess.run([str(script), *args], capture_output=True, text=True, timeout=120)
+
+
+def assert_user_error(result: subprocess.CompletedProcess, *fragments: str) -> None:
+    """Exit 2, one paragraph on stderr naming the problem, no traceback."""
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    message = result.stderr.strip()
+    assert "\n" not in message, message
+    for fragment in fragments:
+        assert fragment in message
+
+
+@pytest.mark.parametrize("binary", BINARIES)
+def test_helpfull_lists_the_flags(binary: str) -> None:
+    result = run(binary, "--helpfull")
+    assert result.returncode == 0, result.stderr
+    for flag in ("--problem", "--t2t_usr_dir", "--registry_help"):
+        assert flag in result.stdout
+
+
+def test_registry_help_lists_the_catalog() -> None:
+    result = run("t2t-trainer", "--registry_help")
+    assert result.returncode == 0, result.stderr
+    assert "Hparams sets (" in result.stdout
+    assert "transformer_base_table3_a1" in result.stdout
+
+
+def test_hparams_help_shows_the_set_with_overrides() -> None:
+    result = run(
+        "t2t-trainer", "--hparams_set=transformer_big", "--hparams=beam_size=8", "--hparams_help"
+    )
+    assert result.returncode == 0, result.stderr
+    assert "  d_model = 1024 (int):" in result.stdout
+    assert "  beam_size = 8 (int):" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("binary", "args", "fragments"),
+    [
+        (
+            "t2t-trainer",
+            ["--problem=no_such_problem", "--hparams_set=transformer_base"],
+            ["Unknown problem 'no_such_problem'"],
+        ),
+        ("t2t-datagen", ["--problem=no_such_problem"], ["Unknown problem 'no_such_problem'"]),
+        (
+            "t2t-trainer",
+            ["--hparams_set=transformer_bse", "--hparams_help"],
+            ["Did you mean: transformer_base"],
+        ),
+        (
+            "t2t-decoder",
+            [
+                "--hparams_set=transformer_base",
+                "--hparams=dropout=0.1,num_head=4",
+                "--hparams_help",
+            ],
+            ["Unknown hparam 'num_head'", "num_heads"],
+        ),
+        (
+            "t2t-trainer",
+            ["--hparams_set=transformer_base", "--hparams=dropout=lots", "--hparams_help"],
+            ["dropout=lots", "a number"],
+        ),
+        (
+            "t2t-trainer",
+            ["--hparams_set=transformer_base", "--hparams=dropout", "--hparams_help"],
+            ["Malformed hparams override 'dropout'"],
+        ),
+        (
+            "t2t-trainer",
+            ["--t2t_usr_dir=/no/such/dir", "--registry_help"],
+            ["--t2t_usr_dir=/no/such/dir: no such directory"],
+        ),
+        ("t2t-trainer", ["--hparams_set=transformer_base"], ["--problem is required"]),
+        (
+            "t2t-trainer",
+            ["--hparams_sett=transformer_base"],
+            ["Unknown command line flag 'hparams_sett'", "--helpfull"],
+        ),
+        ("t2t-decoder", ["transformer_base"], ["unexpected arguments 'transformer_base'"]),
+    ],
+)
+def test_bad_input_exits_2_with_one_paragraph(
+    binary: str, args: list[str], fragments: list[str]
+) -> None:
+    assert_user_error(run(binary, *args), *fragments)
+
+
+def test_usr_dir_import_error_exits_2(tmp_path: Path) -> None:
+    package = tmp_path / "broken_usr_dir"
+    package.mkdir()
+    (package / "__init__.py").write_text("raise RuntimeError('half-written problem')\n")
+    result = run("t2t-trainer", f"--t2t_usr_dir={package}", "--registry_help")
+    assert_user_error(
+        result, f"--t2t_usr_dir={package}", "RuntimeError: half-written problem", "line 1"
+    )
+
+
+def test_usr_dir_registrations_are_listed(tmp_path: Path) -> None:
+    package = tmp_path / "my_t2t_extras"
+    package.mkdir()
+    (package / "__init__.py").write_text(
+        textwrap.dedent(
+            """
+            import dataclasses
+            from t2t_keras import registry
+
+            @registry.register_hparams
+            def transformer_base_8k_warmup():
+                '''Base with a longer warmup.'''
+                return dataclasses.replace(registry.hparams("transformer_base"), warmup_steps=8000)
+            """
+        )
+    )
+    listing = run("t2t-trainer", f"--t2t_usr_dir={package}", "--registry_help")
+    assert listing.returncode == 0, listing.stderr
+    assert re.search(
+        r"\n  transformer_base_8k_warmup +Base with a longer warmup\.\n", listing.stdout
+    )
+    shown = run(
+        "t2t-trainer",
+        f"--t2t_usr_dir={package}",
+        "--hparams_set=transformer_base_8k_warmup",
+        "--hparams_help",
+    )
+    assert "  warmup_steps = 8000 (int):" in shown.stdout

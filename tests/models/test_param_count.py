@@ -1,0 +1,89 @@
+"""count_params against the paper's Table 3 and a count by hand."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from t2t_keras import registry
+from t2t_keras.errors import UserError
+from t2t_keras.models import TransformerHParams, count_params
+
+PAPER_VOCAB = 37000
+
+# Table 3's params column (millions) for each set that has one.
+PAPER_PARAMS_MILLIONS = {
+    "transformer_base": 65,
+    "transformer_base_table3_b1": 58,
+    "transformer_base_table3_b2": 60,
+    "transformer_base_table3_c1": 36,
+    "transformer_base_table3_c2": 50,
+    "transformer_base_table3_c3": 80,
+    "transformer_base_table3_c4": 28,
+    "transformer_base_table3_c5": 168,
+    "transformer_base_table3_c6": 53,
+    "transformer_base_table3_c7": 90,
+    "transformer_big": 213,
+}
+
+
+@pytest.mark.parametrize(("set_name", "millions"), sorted(PAPER_PARAMS_MILLIONS.items()))
+def test_table3_parameter_counts_match_the_paper(set_name: str, millions: int) -> None:
+    """Within 3M or 5% of the paper, whichever is larger (see PAPER.md)."""
+    paper = millions * 1_000_000
+    ours = count_params(registry.hparams(set_name), PAPER_VOCAB)
+    assert abs(ours - paper) <= max(3_000_000, 0.05 * paper), f"{set_name}: {ours:,}"
+
+
+ROWS_WITHOUT_PAPER_COUNT = [
+    name
+    for name in registry.list_hparams()
+    if "table3" in name and name not in PAPER_PARAMS_MILLIONS
+]
+
+
+@pytest.mark.parametrize("set_name", ROWS_WITHOUT_PAPER_COUNT)
+def test_rows_without_a_paper_count_keep_the_size_of_base(set_name: str) -> None:
+    """Rows A, D and E keep the model size of base (A: h * d_k = d_model)."""
+    base = count_params(registry.hparams("transformer_base"), PAPER_VOCAB)
+    ours = count_params(registry.hparams(set_name), PAPER_VOCAB)
+    max_length = registry.hparams(set_name).max_length
+    learned_positions = 2 * max_length * 512 if set_name.endswith("_e") else 0
+    assert ours == base + learned_positions
+
+
+def test_count_by_hand_of_a_tiny_model() -> None:
+    """Vocab 10, d_model 4, d_ff 6, 2 heads of d_k 3 and d_v 2, one layer each."""
+    hparams = TransformerHParams(
+        num_encoder_layers=1, num_decoder_layers=1, d_model=4, d_ff=6, num_heads=2, d_k=3, d_v=2
+    )
+    embedding = 10 * 4
+    attention = 4 * 6 + 4 * 6 + 4 * 4 + 4 * 4  # W^Q, W^K (2 heads x 3), W^V, W^O (2 x 2)
+    feed_forward = 4 * 6 + 6 + 6 * 4 + 4
+    layer_norm = 4 + 4
+    encoder = attention + feed_forward + 2 * layer_norm
+    decoder = 2 * attention + feed_forward + 3 * layer_norm
+    assert count_params(hparams, 10) == embedding + encoder + decoder
+    pre_norm = dataclasses.replace(hparams, layer_norm_position="pre")
+    assert count_params(pre_norm, 10) == embedding + encoder + decoder + 2 * layer_norm
+    learned = dataclasses.replace(hparams, position_encoding="learned", max_length=7)
+    assert count_params(learned, 10) == embedding + encoder + decoder + 2 * 7 * 4
+
+
+def test_separate_embeddings() -> None:
+    hparams = TransformerHParams(shared_embeddings=False)
+    shared = count_params(TransformerHParams(), 100)
+    assert count_params(hparams, 100, 60) == shared - 100 * 512 + (100 + 60) * 512
+    untied = dataclasses.replace(hparams, tie_target_embeddings=False)
+    assert count_params(untied, 100, 60) == count_params(hparams, 100, 60) + 60 * 512
+
+
+def test_vocab_size_comes_from_hparams_or_argument() -> None:
+    assert count_params(TransformerHParams(vocab_size=500)) == count_params(
+        TransformerHParams(), 500
+    )
+    with pytest.raises(UserError, match="needs a vocabulary size"):
+        count_params(TransformerHParams())
+    with pytest.raises(UserError, match="shared_embeddings=true needs one vocabulary"):
+        count_params(TransformerHParams(), 100, 60)

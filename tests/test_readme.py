@@ -1,0 +1,46 @@
+"""The README's --t2t_usr_dir example works as written."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def code_blocks(language: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", README.read_text(), flags=re.DOTALL)
+
+
+def test_readme_starts_with_the_two_commands() -> None:
+    first_block = code_blocks("sh")[0]
+    assert (
+        first_block.splitlines()[:2]
+        == [line for line in first_block.splitlines() if line.startswith("make ")][:2]
+    )
+    assert first_block.startswith("make demo") and "\nmake test" in first_block
+
+
+def test_usr_dir_example(tmp_path: Path) -> None:
+    (source,) = [block for block in code_blocks("python") if block.startswith("# my_t2t/")]
+    package_file = tmp_path / source.splitlines()[0].removeprefix("# ")
+    package_file.parent.mkdir()
+    package_file.write_text(source)
+    (commands,) = [block for block in code_blocks("sh") if "--t2t_usr_dir=my_t2t" in block]
+    outputs = []
+    for line in commands.strip().splitlines():
+        binary, *args = shlex.split(line)
+        script = Path(sys.executable).parent / binary
+        result = subprocess.run(
+            [str(script), *args], cwd=tmp_path, capture_output=True, text=True, timeout=120
+        )
+        assert result.returncode == 0, result.stderr
+        outputs.append(result.stdout)
+    listing, hparams_help = outputs
+    assert re.search(r"\n  my_corpus +English-German pairs", listing)
+    assert re.search(r"\n  transformer_base_my_corpus +Base with more dropout", listing)
+    assert "  dropout = 0.3 (float):" in hparams_help
+    assert "  max_length = 128 (int):" in hparams_help
