@@ -25,8 +25,8 @@ _HPARAMS_HELP = (
 )
 
 
-def define_registry_flags() -> None:
-    """--t2t_usr_dir and --registry_help, which every binary has."""
+def define_flags(with_model: bool) -> None:
+    """The flags every binary has; with_model adds --model and the hparams flags."""
     flags.DEFINE_string(
         "t2t_usr_dir",
         None,
@@ -36,14 +36,9 @@ def define_registry_flags() -> None:
     flags.DEFINE_bool(
         "registry_help", False, "Print every registered problem, model and hparams set, then exit."
     )
-
-
-def define_problem_flag() -> None:
     flags.DEFINE_string("problem", None, "Name of a registered problem (see --registry_help).")
-
-
-def define_model_flags() -> None:
-    """--model, --hparams_set, --hparams and --hparams_help."""
+    if not with_model:
+        return
     flags.DEFINE_string("model", "transformer", "Name of a registered model.")
     flags.DEFINE_string(
         "hparams_set", None, "Name of a registered hparams set, e.g. transformer_base."

@@ -11,9 +11,7 @@ from absl import flags
 from t2t_keras import registry
 from t2t_keras.bin import common
 
-common.define_registry_flags()
-common.define_problem_flag()
-common.define_model_flags()
+common.define_flags(with_model=True)
 flags.DEFINE_string("data_dir", None, "Directory of the problem's TFRecords and vocabulary.")
 flags.DEFINE_string("output_dir", None, "Directory for checkpoints, hparams.json and summaries.")
 flags.adopt_module_key_flags(common)  # --help lists them too.
