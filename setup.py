@@ -30,7 +30,7 @@ setup(
     version="0.1.0",
     description='The Transformer of "Attention Is All You Need" on TensorFlow 2 and Keras 3, '
     "with tensor2tensor's workflow.",
-    long_description=Path("README.md").read_text(encoding="utf-8"),
+    long_description=(Path(__file__).parent / "README.md").read_text(encoding="utf-8"),
     long_description_content_type="text/markdown",
     license="Apache-2.0",
     python_requires=">=3.11",

@@ -54,6 +54,7 @@ def define_flags(with_model: bool) -> None:
 
 def run(main: Callable[[], int | None]) -> NoReturn:
     """Runs `main` as an absl program; user errors exit with status 2."""
+    _show_in_help(main.__module__)
 
     def absl_main(argv: list[str]) -> int | None:
         if len(argv) > 1:
@@ -66,6 +67,19 @@ def run(main: Callable[[], int | None]) -> NoReturn:
     app.run(absl_main, flags_parser=_parse_flags)
 
 
+def _show_in_help(binary_module: str) -> None:
+    """Makes --help print the binary's docstring and its flags.
+
+    absl's --help shows the flags of the module named sys.argv[0] and the
+    docstring of __main__, which for an installed console script are neither
+    the binary's module nor this one.
+    """
+    sys.modules["__main__"].__doc__ = sys.modules[binary_module].__doc__
+    for module in (binary_module, __name__):
+        for flag in FLAGS.get_flags_for_module(module):
+            FLAGS.register_key_flag_for_module(sys.argv[0], flag)
+
+
 def _parse_flags(argv: list[str]) -> list[str]:
     try:
         return FLAGS(argv)
@@ -76,7 +90,7 @@ def _parse_flags(argv: list[str]) -> list[str]:
             sys.exit(0)
         raise
     except flags.Error as error:
-        message = str(error).replace(" ?", "?").rstrip()
+        message = " ".join(str(arg) for arg in error.args).replace(" ?", "?").rstrip()
         if not message.endswith(("?", ".")):
             message += "."
         fail(f"{message} Run {_program()} --helpfull to see every flag.")
@@ -84,7 +98,8 @@ def _parse_flags(argv: list[str]) -> list[str]:
 
 def fail(message: str) -> NoReturn:
     """Prints `message` as the program's error and exits with status 2."""
-    print(f"{_program()}: error: {message}", file=sys.stderr)
+    paragraph = " ".join(message.split())  # One paragraph, whatever the message held.
+    print(f"{_program()}: error: {paragraph}", file=sys.stderr)
     sys.exit(2)
 
 

@@ -12,7 +12,6 @@ from t2t_keras.bin import common
 common.define_flags(with_model=False)
 flags.DEFINE_string("data_dir", None, "Directory for the vocabulary and TFRecord shards.")
 flags.DEFINE_string("tmp_dir", None, "Directory for downloads and raw corpora.")
-flags.adopt_module_key_flags(common)  # --help lists them too.
 FLAGS = flags.FLAGS
 
 

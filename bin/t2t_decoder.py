@@ -13,7 +13,6 @@ from t2t_keras.bin import common
 common.define_flags(with_model=True)
 flags.DEFINE_string("data_dir", None, "Directory of the problem's vocabulary.")
 flags.DEFINE_string("output_dir", None, "Training directory holding the checkpoints.")
-flags.adopt_module_key_flags(common)  # --help lists them too.
 FLAGS = flags.FLAGS
 
 

@@ -23,6 +23,8 @@ import functools
 import inspect
 import io
 import json
+import math
+import re
 import textwrap
 import tokenize
 import types
@@ -36,6 +38,7 @@ H = TypeVar("H", bound="HParams")
 _TRUE = ("true", "yes", "1")
 _FALSE = ("false", "no", "0")
 _NONE = ("none", "null")
+_FLOAT = r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)(e[+-]?[0-9]+)?"
 
 
 class HParamsError(UserError, ValueError):
@@ -69,7 +72,7 @@ class HParams:
         """
         types_by_name = _field_types(type(self))
         changes: dict[str, Any] = {}
-        for item in _split_top_level(spec, spec):
+        for item in [item for item in _split_top_level(spec, spec) if item.strip()]:
             name, sep, text = item.partition("=")
             name = name.strip()
             if not sep or not name:
@@ -163,7 +166,7 @@ def _field_comments(cls: type) -> dict[str, str]:
             source = textwrap.dedent(inspect.getsource(klass))
         except (OSError, TypeError):  # No source, e.g. defined in a REPL.
             continue
-        comments.update(_comments_in_class_source(source))
+        comments.update({k: v for k, v in _comments_in_class_source(source).items() if v})
     return {f.name: comments.get(f.name, "") for f in dataclasses.fields(cls)}
 
 
@@ -230,6 +233,7 @@ def _check_value(value: Any, annotation: Any, name: str) -> Any:
         ok = isinstance(value, int) and not isinstance(value, bool)
     elif annotation is float:
         ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        ok = ok and math.isfinite(value)
         value = float(value) if ok else value
     elif annotation is str:
         ok = isinstance(value, str)
@@ -255,16 +259,19 @@ def _parse_text(text: str, annotation: Any, name: str) -> Any:
     origin, args = typing.get_origin(annotation), typing.get_args(annotation)
     if annotation is bool and text.lower() in _TRUE + _FALSE:
         return text.lower() in _TRUE
-    if annotation in (int, float):
-        try:
-            return annotation(text)
-        except ValueError:
-            pass
+    if annotation is int and re.fullmatch(r"[+-]?[0-9]+", text):
+        return int(text)
+    if annotation is float and re.fullmatch(_FLOAT, text, flags=re.IGNORECASE):
+        return float(text)
     elif annotation is str or origin is Literal:
         return _unquote(text)
     elif origin is tuple and text[:1] in "[(" and text[-1:] in "])" and text:
-        items = _split_top_level(text[1:-1], text)
-        return tuple(_parse_text(item.strip(), args[0], name) for item in items)
+        items = [item.strip() for item in _split_top_level(text[1:-1], text)]
+        if items == [""]:
+            return ()
+        if "" in items:
+            raise HParamsError(f"hparam {name}={text} is not valid: the list has an empty item.")
+        return tuple(_parse_text(item, args[0], name) for item in items)
     raise _bad_value_error(name, text, annotation)
 
 
@@ -275,29 +282,36 @@ def _unquote(text: str) -> str:
 
 
 def _split_top_level(text: str, whole: str) -> list[str]:
-    """Splits on commas outside brackets and quotes; drops empty items."""
-    items, depth, quote, start = [], 0, "", 0
+    """Splits on commas outside brackets and quotes; keeps empty items.
+
+    A quote only opens at the start of a value, so `label=it's` is plain text.
+    """
+    items, open_brackets, quote, start, previous = [], [], "", 0, ","
     for index, char in enumerate(text):
         if quote:
             quote = "" if char == quote else quote
-        elif char in "'\"":
+        elif char in "'\"" and previous in "=,[(":
             quote = char
         elif char in "[(":
-            depth += 1
+            open_brackets.append("])"["[(".index(char)])
         elif char in "])":
-            depth -= 1
-        elif char == "," and depth == 0:
+            if not open_brackets or open_brackets.pop() != char:
+                raise _unbalanced(whole)
+        elif char == "," and not open_brackets:
             items.append(text[start:index])
             start = index + 1
-        if depth < 0:
-            break
-    if depth != 0 or quote:
-        raise HParamsError(
-            f"Unbalanced brackets or quotes in hparams {whole!r}: lists are "
-            "written [1,2] and text with commas is quoted."
-        )
+        previous = char if not char.isspace() else previous
+    if open_brackets or quote:
+        raise _unbalanced(whole)
     items.append(text[start:])
-    return [item for item in items if item.strip()]
+    return items
+
+
+def _unbalanced(whole: str) -> HParamsError:
+    return HParamsError(
+        f"Unbalanced brackets or quotes in hparams {whole!r}: lists are written [1,2] "
+        "and text holding commas or brackets is quoted, e.g. label='a,b'."
+    )
 
 
 def _format_value(value: Any) -> str:
@@ -306,6 +320,9 @@ def _format_value(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, (tuple, list)):
         return "[" + ",".join(_format_value(item) for item in value) + "]"
+    if isinstance(value, str) and (not value or re.search(r"[,\[\]()'\"]|^\s|\s$", value)):
+        quote = "'" if '"' in value else '"'
+        return f"{quote}{value}{quote}"
     return str(value)
 
 
@@ -324,7 +341,11 @@ def _expected(annotation: Any) -> str:
         return "one of " + ", ".join(str(choice) for choice in args)
     if origin is tuple:
         return f"a list of {_type_name(args[0])} in brackets, e.g. [1,2]"
-    examples = {bool: "true or false", int: "an integer, e.g. 512", float: "a number, e.g. 0.1"}
+    examples = {
+        bool: "true or false",
+        int: "an integer, e.g. 512",
+        float: "a finite number, e.g. 0.1",
+    }
     return examples.get(annotation, "text")
 
 

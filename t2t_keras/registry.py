@@ -17,20 +17,17 @@ Importing this module registers the built-in catalog (`t2t_keras.problems`,
 from __future__ import annotations
 
 import difflib
-import importlib
 import inspect
-import keyword
-import os
 import re
-import sys
-import traceback
 import types
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from t2t_keras import usr_dir as usr_dir_loader
 from t2t_keras.data.problem import Problem
 from t2t_keras.errors import UserError
 from t2t_keras.hparam import HParams
+from t2t_keras.usr_dir import UsrDirError, error_location
 
 T = TypeVar("T")
 
@@ -51,15 +48,11 @@ class RegistrationTypeError(RegistryError, TypeError):
     """The object is not of the kind that the registry holds."""
 
 
-class UsrDirError(RegistryError, ImportError):
-    """The --t2t_usr_dir package could not be imported."""
-
-
 def default_name(obj: Any) -> str:
     """Snake case of a class or function name: `TranslateEndeWmt32k` -> `translate_ende_wmt32k`."""
-    name = obj.__name__
-    name = re.sub(r"(.)([A-Z][a-z0-9]+)", r"\1_\2", name)
-    return re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).lower()
+    name = re.sub(r"(.)([A-Z][a-z0-9]+)", r"\1_\2", obj.__name__)
+    name = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).lower()
+    return re.sub(r"__+", "_", name)
 
 
 class _Registry:
@@ -75,7 +68,14 @@ class _Registry:
         problem = self._check(obj)
         if problem:
             raise RegistrationTypeError(f"Cannot register {obj!r} as a {self.kind}: {problem}.")
-        name = name or default_name(obj)
+        if name is None:
+            name = default_name(obj) if hasattr(obj, "__name__") else ""
+        if not re.fullmatch(r"[a-z][a-z0-9_]*", name):
+            raise RegistrationTypeError(
+                f"Cannot register {obj!r} as a {self.kind} named {name!r}: names are "
+                "lowercase letters, digits and underscores, starting with a letter; "
+                f'give one explicitly, e.g. @register_{self.kind.split()[0]}("my_name").'
+            )
         if name in self.entries:
             raise DuplicateNameError(
                 f"{self.kind.capitalize()} {name!r} is already registered "
@@ -93,7 +93,7 @@ class _Registry:
         count = f"{len(self.entries)}" if self.entries else "No"
         raise UnknownNameError(
             f"Unknown {self.kind} {name!r}.{hint} {count} {self.plural} are registered "
-            "(`t2t-trainer --registry_help` lists them); --t2t_usr_dir=DIR adds your own."
+            "(--registry_help lists them); --t2t_usr_dir=DIR adds your own."
         )
 
     def names(self) -> list[str]:
@@ -161,8 +161,8 @@ def problem(name: str) -> Problem:
     """A new instance of the named problem; `<name>_rev` swaps inputs and targets."""
     forward = name.removesuffix("_rev")
     if name not in _PROBLEMS.entries and forward != name and forward in _PROBLEMS.entries:
-        return _PROBLEMS.get(forward)(was_reversed=True)
-    return _PROBLEMS.get(name)()
+        return _build("problem", name, _PROBLEMS.get(forward), was_reversed=True)
+    return _build("problem", name, _PROBLEMS.get(name))
 
 
 def problem_name(cls: type) -> str:
@@ -176,13 +176,26 @@ def problem_name(cls: type) -> str:
 def hparams(name: str) -> HParams:
     """The named hparams set, freshly built."""
     function = _HPARAMS.get(name)
-    result = function()
+    result = _build("hparams set", name, function)
     if not isinstance(result, HParams):
         raise RegistrationTypeError(
             f"hparams set {name!r} ({_origin(function)}) returned "
             f"{type(result).__name__}; it must return an HParams instance."
         )
     return result
+
+
+def _build(kind: str, name: str, factory: Callable[..., T], **kwargs: Any) -> T:
+    """Calls a registered factory; its errors are reported with where it lives."""
+    try:
+        return factory(**kwargs)
+    except Exception as error:
+        source = inspect.getsourcefile(factory) or ""
+        where = error_location(error, source) if source else ""
+        raise RegistryError(
+            f"Building {kind} {name!r} ({_origin(factory)}) failed with "
+            f"{type(error).__name__}: {error}{where}."
+        ) from error
 
 
 def model(name: str) -> type:
@@ -236,85 +249,18 @@ def import_usr_dir(usr_dir: str) -> types.ModuleType:
     `usr_dir` is a directory holding an `__init__.py` that imports the modules
     which register the user's problems, hparams sets and models. It is imported
     under its directory name; importing the same directory again does nothing.
-    If the import fails, registrations it made are undone.
+    If the import fails, the registrations it made are undone.
 
     Raises:
       UsrDirError: the path is missing, not a package, clashes with another
         module, or its code raised (the message names the original error).
     """
-    path = os.path.abspath(os.path.expanduser(usr_dir)).rstrip(os.sep) or os.sep
-    containing_dir, module_name = os.path.split(path)
-    _check_usr_dir(usr_dir, path, module_name)
-    existing = sys.modules.get(module_name)
-    if existing is not None:
-        if _module_dir(existing) == path:
-            return existing
-        raise _usr_dir_error(
-            usr_dir,
-            f"its package name {module_name!r} is already taken by "
-            f"{getattr(existing, '__file__', None) or 'a built-in module'}; "
-            "rename the directory",
-        )
     snapshot = _snapshot()
-    sys.path.insert(0, containing_dir)
     try:
-        module = importlib.import_module(module_name)
-    except (Exception, SystemExit) as error:
+        return usr_dir_loader.load_package(usr_dir)
+    except UsrDirError:
         _restore(snapshot)
-        for name in [m for m in sys.modules if m.split(".")[0] == module_name]:
-            del sys.modules[name]
-        where = _error_location(error, path)
-        raise _usr_dir_error(
-            usr_dir,
-            f"importing it as package {module_name!r} failed with "
-            f"{type(error).__name__}: {error}{where}; fix that error and run again",
-        ) from error
-    finally:
-        sys.path.remove(containing_dir)
-    if _module_dir(module) != path:
-        _restore(snapshot)
-        raise _usr_dir_error(
-            usr_dir,
-            f"the name {module_name!r} imports {module.__file__} instead; rename the directory",
-        )
-    return module
-
-
-def _check_usr_dir(usr_dir: str, path: str, module_name: str) -> None:
-    if not os.path.exists(path):
-        raise _usr_dir_error(usr_dir, "no such directory")
-    if not os.path.isdir(path):
-        raise _usr_dir_error(usr_dir, "it is a file, not a directory")
-    if not os.path.isfile(os.path.join(path, "__init__.py")):
-        raise _usr_dir_error(usr_dir, "the directory has no __init__.py")
-    if not module_name.isidentifier() or keyword.iskeyword(module_name):
-        raise _usr_dir_error(
-            usr_dir,
-            f"{module_name!r} is not a valid Python package name; rename the "
-            "directory using letters, digits and underscores",
-        )
-
-
-def _usr_dir_error(usr_dir: str, reason: str) -> UsrDirError:
-    return UsrDirError(
-        f"--t2t_usr_dir={usr_dir}: {reason}. The user directory must be a Python "
-        "package: a directory with an __init__.py that imports the modules "
-        "registering your problems, hparams sets and models."
-    )
-
-
-def _module_dir(module: types.ModuleType) -> str:
-    file = getattr(module, "__file__", None)
-    return os.path.dirname(os.path.abspath(file)) if file else ""
-
-
-def _error_location(error: BaseException, path: str) -> str:
-    """' (at FILE, line N)' for the innermost frame inside the user's package."""
-    if isinstance(error, SyntaxError) and error.filename:
-        return f" (at {error.filename}, line {error.lineno})"
-    frames = traceback.extract_tb(error.__traceback__)
-    inside = [f for f in frames if os.path.abspath(f.filename).startswith(path + os.sep)]
-    return f" (at {inside[-1].filename}, line {inside[-1].lineno})" if inside else ""
+        raise
 
 
 # The built-in catalog registers itself when imported; importing it here makes

@@ -34,6 +34,11 @@ class ExampleHParams(HParams):
         self.require(self.count >= 0, "count", "0 or more")
 
 
+@dataclasses.dataclass(frozen=True)
+class RedeclaredHParams(ExampleHParams):
+    count: int = 9
+
+
 def test_override_parses_every_type() -> None:
     hparams = ExampleHParams().override(
         "count=7, rate=2, enabled=true, label='a,b', mode=slow, sizes=[4, 5,6], "
@@ -67,6 +72,9 @@ def test_override_parses_every_type() -> None:
         ("label=a=b", "label", "a=b"),
         ("", "count", 3),
         ("count=4,", "count", 4),
+        ("label=it's", "label", "it's"),
+        ("names=['a,b', c]", "names", ("a,b", "c")),
+        ("rate=-.5E2", "rate", -50.0),
     ],
 )
 def test_override_values(spec: str, field: str, value: object) -> None:
@@ -95,18 +103,24 @@ def test_unknown_key_suggests_close_fields() -> None:
     [
         ("count=abc", "count=abc is not valid: count expects an integer"),
         ("count=1.5", "count expects an integer"),
-        ("rate=fast", "rate expects a number"),
+        ("rate=fast", "rate expects a finite number"),
         ("enabled=maybe", "enabled expects true or false"),
         ("mode=medium", "mode expects one of fast, slow"),
         ("sizes=1,2", "sizes=1 is not valid: sizes expects a list of int in brackets, e.g. [1,2]"),
         ("sizes=5", "sizes expects a list of int in brackets"),
         ("sizes=[1,x]", "sizes=x is not valid: sizes expects an integer"),
         ("sizes=[1,2", "Unbalanced brackets"),
-        ("scale=big", "scale=big is not valid: scale expects a number, e.g. 0.1, or None"),
+        ("scale=big", "scale=big is not valid: scale expects a finite number, e.g. 0.1, or None"),
         ("count", "Malformed hparams override 'count'"),
         ("=3", "Malformed hparams override '=3'"),
         ("count=1,count=2", "'count' is set twice"),
         ("count=-1", "count=-1 is not valid: count must be 0 or more"),
+        ("count=\u0663", "count expects an integer"),
+        ("rate=inf", "rate expects a finite number"),
+        ("rate=nan", "rate expects a finite number"),
+        ("sizes=[1)", "Unbalanced brackets"),
+        ("sizes=[1,,2]", "the list has an empty item"),
+        ("label='open", "Unbalanced brackets or quotes"),
     ],
 )
 def test_bad_overrides_say_what_is_wrong(spec: str, expected_message: str) -> None:
@@ -152,6 +166,26 @@ def test_json_round_trip_keeps_tuples_and_none() -> None:
     hparams = ExampleHParams(sizes=(8, 9), scale=None, names=("a",))
     assert json.loads(hparams.to_json())["sizes"] == [8, 9]
     assert ExampleHParams.from_json(hparams.to_json()) == hparams
+
+
+@pytest.mark.parametrize("label", ["a,b", "it's", 'say "hi"', "[x]", "", " padded "])
+def test_text_is_described_so_that_it_can_be_pasted_back(label: str) -> None:
+    hparams = ExampleHParams(label=label)
+    line = next(line for line in hparams.describe().splitlines() if "label =" in line)
+    written = line.split(" = ", 1)[1].rsplit(" (str)", 1)[0]
+    assert ExampleHParams().override(f"label={written}").label == label
+
+
+def test_infinite_values_are_refused_everywhere() -> None:
+    with pytest.raises(HParamsError, match="finite"):
+        ExampleHParams(rate=float("inf"))
+    with pytest.raises(HParamsError, match="finite"):
+        ExampleHParams.from_json('{"rate": Infinity}')
+
+
+def test_redeclared_field_keeps_its_inherited_comment() -> None:
+    assert RedeclaredHParams.field_help()["count"] == "an integer"
+    assert RedeclaredHParams().count == 9
 
 
 def test_json_missing_fields_take_defaults() -> None:
@@ -203,6 +237,14 @@ def test_help_text_shows_type_default_and_meaning() -> None:
     assert "  d_model = 512 (int): Width of the embeddings" in text
     assert '  layer_norm_position = post (post|pre): "post": LayerNorm' in text
     assert len(text.splitlines()) == len(dataclasses.fields(TransformerHParams))
+
+
+def test_untied_target_embeddings_need_separate_embeddings() -> None:
+    with pytest.raises(HParamsError, match="tie_target_embeddings=false is not valid"):
+        TransformerHParams(tie_target_embeddings=False)
+    assert not TransformerHParams(
+        shared_embeddings=False, tie_target_embeddings=False
+    ).shared_embeddings
 
 
 def test_a_subclass_must_be_a_frozen_dataclass_with_defaults() -> None:

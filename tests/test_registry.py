@@ -25,6 +25,7 @@ class TranslateEndeWmtBpe37k(Problem):
         ("HTTPServer", "http_server"),
         ("Copy", "copy"),
         ("transformer_base", "transformer_base"),
+        ("transformer_base_V2", "transformer_base_v2"),
     ],
 )
 def test_default_name_is_snake_case(name: str, expected: str) -> None:
@@ -218,8 +219,35 @@ def test_usr_dir_named_like_a_loaded_module(tmp_path) -> None:
     (directory / "__init__.py").write_text("")
     import json  # noqa: F401  (make sure the name is taken)
 
-    with pytest.raises(registry.UsrDirError, match="'json' is already taken"):
+    with pytest.raises(registry.UsrDirError, match="its name 'json' is taken by the module at"):
         registry.import_usr_dir(str(directory))
+
+
+def test_usr_dir_never_shadows_an_installed_module(tmp_path) -> None:
+    """`csv` is installed but maybe not imported yet: the user's csv must not replace it."""
+    sys.modules.pop("csv", None)
+    directory = tmp_path / "csv"
+    directory.mkdir()
+    (directory / "__init__.py").write_text("")
+    with pytest.raises(registry.UsrDirError, match="'csv' is taken by the installed"):
+        registry.import_usr_dir(str(directory))
+    import csv
+
+    assert hasattr(csv, "reader")
+
+
+def test_usr_dir_leaves_sys_path_alone(make_package) -> None:
+    package = make_package({"__init__.py": "from . import helpers\n", "helpers.py": "X = 1\n"})
+    path_before = list(sys.path)
+    module = registry.import_usr_dir(str(package))
+    assert sys.path == path_before
+    assert module.helpers.X == 1
+
+
+def test_usr_dir_error_without_message_is_still_clear(make_package) -> None:
+    package = make_package({"__init__.py": "raise SystemExit\n"})
+    with pytest.raises(registry.UsrDirError, match=r"failed with SystemExit: SystemExit\(\)"):
+        registry.import_usr_dir(str(package))
 
 
 def test_usr_dir_import_error_names_path_and_original_error(make_package) -> None:
@@ -254,6 +282,48 @@ def test_usr_dir_syntax_error_names_the_line(make_package) -> None:
     package = make_package({"__init__.py": "x = 1\ndef broken(:\n"})
     with pytest.raises(registry.UsrDirError, match=r"SyntaxError.*__init__.py, line 2"):
         registry.import_usr_dir(str(package))
+
+
+def test_errors_of_a_users_hparams_set_name_the_set_and_line(make_package) -> None:
+    package = make_package(
+        {
+            "__init__.py": """
+                import dataclasses
+                from t2t_keras import registry
+
+                @registry.register_hparams
+                def my_set():
+                    return dataclasses.replace(registry.hparams("transformer_base"), dropuot=0.3)
+            """
+        }
+    )
+    registry.import_usr_dir(str(package))
+    with pytest.raises(registry.RegistryError) as caught:
+        registry.hparams("my_set")
+    message = str(caught.value)
+    assert "Building hparams set 'my_set'" in message and "dropuot" in message
+    assert "__init__.py, line 7" in message
+
+
+def test_errors_of_a_users_problem_constructor_are_wrapped(clean_registry: None) -> None:
+    @registry.register_problem
+    class NeedsAnArgument(Problem):
+        def __init__(self, corpus_path: str) -> None:
+            super().__init__()
+
+    with pytest.raises(registry.RegistryError, match="Building problem 'needs_an_argument'"):
+        registry.problem("needs_an_argument")
+
+
+@pytest.mark.parametrize("name", ["Has Space", "", "CamelCase", "1st", "with-dash"])
+def test_invalid_names_are_refused(name: str, clean_registry: None) -> None:
+    with pytest.raises(registry.RegistrationTypeError, match="names are lowercase letters"):
+        registry.register_hparams(name=name)(lambda: TransformerHParams())
+
+
+def test_a_lambda_needs_an_explicit_name(clean_registry: None) -> None:
+    with pytest.raises(registry.RegistrationTypeError, match="'<lambda>'"):
+        registry.register_hparams(lambda: TransformerHParams())
 
 
 def test_usr_dir_registering_a_taken_name(make_package) -> None:

@@ -114,6 +114,11 @@ class TransformerHParams(HParams):
             self.require(getattr(self, name) > 0.0, name, "above 0")
         self.require(self.length_bucket_step > 1.0, "length_bucket_step", "above 1")
         self.require(
+            self.tie_target_embeddings or not self.shared_embeddings,
+            "tie_target_embeddings",
+            "true when shared_embeddings=true (one matrix serves all three uses)",
+        )
+        self.require(
             self.learning_rate_schedule == "constant" or self.warmup_steps >= 1,
             "warmup_steps",
             "at least 1 unless learning_rate_schedule=constant",

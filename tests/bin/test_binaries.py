@@ -21,11 +21,15 @@ def run(binary: str, *args: str) -> subprocess.CompletedProcess:
 
 
 def assert_user_error(result: subprocess.CompletedProcess, *fragments: str) -> None:
-    """Exit 2, one paragraph on stderr naming the problem, no traceback."""
+    """Exit 2, one paragraph on stderr naming the problem, no traceback.
+
+    TensorFlow may print start-up lines of its own before; the program's
+    message is the last line, a single paragraph.
+    """
     assert result.returncode == 2, result.stderr
     assert "Traceback" not in result.stderr
-    message = result.stderr.strip()
-    assert "\n" not in message, message
+    message = result.stderr.strip().splitlines()[-1]
+    assert message.startswith(f"{Path(result.args[0]).name}: error: "), result.stderr
     for fragment in fragments:
         assert fragment in message
 
@@ -35,6 +39,14 @@ def test_helpfull_lists_the_flags(binary: str) -> None:
     result = run(binary, "--helpfull")
     assert result.returncode == 0, result.stderr
     for flag in ("--problem", "--t2t_usr_dir", "--registry_help"):
+        assert flag in result.stdout
+
+
+def test_help_shows_purpose_and_own_flags() -> None:
+    result = run("t2t-datagen", "--help")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("t2t-datagen: writes a registered problem's vocabulary")
+    for flag in ("--tmp_dir", "--data_dir", "--problem", "--t2t_usr_dir"):
         assert flag in result.stdout
 
 
@@ -80,7 +92,7 @@ def test_hparams_help_shows_the_set_with_overrides() -> None:
         (
             "t2t-trainer",
             ["--hparams_set=transformer_base", "--hparams=dropout=lots", "--hparams_help"],
-            ["dropout=lots", "a number"],
+            ["dropout=lots", "a finite number"],
         ),
         (
             "t2t-trainer",
