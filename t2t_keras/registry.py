@@ -267,3 +267,4 @@ def import_usr_dir(usr_dir: str) -> types.ModuleType:
 # `import t2t_keras.registry` enough to see it. Import errors are not caught.
 from t2t_keras import hparams as _hparams_catalog  # noqa: E402, F401
 from t2t_keras import problems as _problems_catalog  # noqa: E402, F401
+from t2t_keras.models import transformer as _models_catalog  # noqa: E402, F401

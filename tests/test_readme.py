@@ -44,3 +44,12 @@ def test_usr_dir_example(tmp_path: Path) -> None:
     assert re.search(r"\n  transformer_base_my_corpus +Base with more dropout", listing)
     assert "  dropout = 0.3 (float):" in hparams_help
     assert "  max_length = 128 (int):" in hparams_help
+
+
+def test_model_example_runs() -> None:
+    (source,) = [block for block in code_blocks("python") if block.startswith("# example: model")]
+    result = subprocess.run(
+        [sys.executable, "-c", source], capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().startswith("(2, 1, ")

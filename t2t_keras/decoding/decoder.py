@@ -1,0 +1,102 @@
+"""Decoding id batches with a Transformer: greedy or beam search, compiled."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tensorflow as tf
+from absl import logging
+
+from t2t_keras.data.ids import EOS_ID, PAD_ID
+from t2t_keras.decoding.search import beam_search, greedy_search
+
+
+class Decoder(tf.Module):
+    """Runs the cached decoder under greedy (beam_size 1) or beam search.
+
+    The whole search, encoder included, is one `tf.function`, XLA-compiled
+    when `jit_compile` (once per input shape).
+
+    Args:
+      model: a built Transformer.
+      beam_size, alpha, extra_length: default to the model's hparams; the
+        longest output is input length + extra_length tokens before EOS,
+        and never more than max_length - 1.
+      return_beams: return all beam_size hypotheses, best first, rather than
+        the best one (the search then runs until all are final).
+      jit_compile: XLA-compile the search.
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        beam_size: int | None = None,
+        alpha: float | None = None,
+        extra_length: int | None = None,
+        return_beams: bool = False,
+        jit_compile: bool = True,
+    ) -> None:
+        super().__init__()
+        hparams = model.hparams
+        self.model = model
+        self.beam_size = beam_size or hparams.beam_size
+        self.alpha = hparams.alpha if alpha is None else alpha
+        self.extra_length = hparams.extra_length if extra_length is None else extra_length
+        self.max_length = hparams.max_length
+        self.num_returned = self.beam_size if return_beams else 1
+        self._search = tf.function(self._search_ids, jit_compile=jit_compile)
+
+    def __call__(self, inputs: Any) -> tuple[tf.Tensor, tf.Tensor]:
+        """Decodes a batch.
+
+        Args:
+          inputs: [B, S] int ids, each row ending with EOS then PAD. Rows longer
+            than max_length are cut to it (ending in EOS) with a logged warning.
+
+        Returns:
+          (ids [B, N, L] int32: EOS then PAD after each hypothesis, best first;
+          scores [B, N] float32 length-normalized log-probabilities), N = 1, or
+          beam_size with return_beams.
+        """
+        inputs = tf.convert_to_tensor(inputs, tf.int32)
+        return self._search(self._truncate(inputs))
+
+    def _truncate(self, inputs: tf.Tensor) -> tf.Tensor:
+        if inputs.shape[1] <= self.max_length:
+            return inputs
+        lengths = tf.reduce_sum(tf.cast(inputs != PAD_ID, tf.int32), axis=1)
+        count = int(tf.reduce_sum(tf.cast(lengths > self.max_length, tf.int32)))
+        logging.warning(
+            "%d input(s) longer than max_length=%d tokens were truncated.", count, self.max_length
+        )
+        kept = inputs[:, : self.max_length]
+        last = kept[:, -1:]
+        return tf.concat([kept[:, :-1], tf.where(last != PAD_ID, EOS_ID, last)], axis=1)
+
+    def _search_ids(self, inputs: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        decode_length, max_lengths = decode_limits(inputs, self.extra_length, self.max_length)
+        state, step = self.model.start_decoding(inputs, decode_length, self.beam_size)
+        if self.beam_size == 1:
+            return greedy_search(step, state, decode_length, max_lengths, self.alpha)
+        return beam_search(
+            step, state, self.beam_size, decode_length, max_lengths, self.alpha, self.num_returned
+        )
+
+
+def decode_limits(inputs: tf.Tensor, extra_length: int, max_length: int) -> tuple[int, tf.Tensor]:
+    """How long outputs may be.
+
+    Args:
+      inputs: [B, S] ids, S static.
+      extra_length: sentence b may have its input length + extra_length tokens.
+      max_length: the model's longest sequence.
+
+    Returns:
+      (L, the static number of output positions, EOS included; max_lengths
+      [B], each sentence's most tokens before EOS, below L). At most
+      max_length - 1 tokens come before EOS, so learned position tables are
+      never read past their end.
+    """
+    most_tokens = min(inputs.shape[1] + extra_length, max_length - 1)
+    lengths = tf.reduce_sum(tf.cast(inputs != PAD_ID, tf.int32), axis=1)
+    return most_tokens + 1, tf.minimum(lengths + extra_length, most_tokens)

@@ -1,0 +1,225 @@
+"""Greedy and beam search over a one-position-per-step decoder.
+
+Both run as one `tf.while_loop` over tensors of fixed shape, so a caller can
+wrap them in an XLA-compiled `tf.function` or a SavedModel signature. Shapes:
+B sentences, K beams, L output positions (tokens including EOS), V vocabulary.
+
+The step function: `step(state, index, ids [B * K]) -> (logits [B * K, V], state)`
+gives the next-token logits after `ids`, the tokens at position index - 1
+(PAD, the start symbol, at index 0). `state` is a nest of tensors with B * K
+leading rows, reordered with the beams.
+
+Rules shared by both searches:
+  - PAD is never produced; sentence b gets at most max_lengths[b] tokens before
+    its EOS, which is forced at position max_lengths[b].
+  - A hypothesis of n tokens (EOS included) with log-probability log_p scores
+    log_p / ((5 + n) / 6) ** alpha, the GNMT length penalty.
+Beam search takes the 2K best one-token extensions of the K alive beams. Those
+among the first K that end in EOS become finished hypotheses (so beam size 1
+is greedy search); the best K that do not end stay alive. A sentence is done
+when it has K finished hypotheses, or when no alive beam can beat the N-th
+best finished one even at its longest length (N = the hypotheses the caller
+wants: 1 stops as early as possible), or at its length limit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import tensorflow as tf
+
+from t2t_keras.data.ids import EOS_ID, PAD_ID
+
+StepFunction = Callable[[Any, tf.Tensor, tf.Tensor], tuple[tf.Tensor, Any]]
+NEG_INF = float("-inf")
+
+
+def length_penalty(length: tf.Tensor, alpha: float) -> tf.Tensor:
+    """((5 + length) / 6) ** alpha, float32."""
+    return tf.pow((5.0 + tf.cast(length, tf.float32)) / 6.0, alpha)
+
+
+def allowed_log_probs(logits: tf.Tensor, index: tf.Tensor, max_lengths: tf.Tensor) -> tf.Tensor:
+    """log_softmax with PAD removed and EOS forced at the length limit.
+
+    Args:
+      logits: [B, K, V] float32.
+      index: the position being decoded.
+      max_lengths: [B] most tokens before EOS.
+
+    Returns:
+      [B, K, V] log-probabilities, -inf where a token may not be chosen.
+    """
+    log_probs = tf.nn.log_softmax(logits, axis=-1)
+    tokens = tf.range(tf.shape(logits)[-1])[tf.newaxis, tf.newaxis, :]
+    forced = (index >= max_lengths)[:, tf.newaxis, tf.newaxis]
+    allowed = tf.logical_and(tokens != PAD_ID, tf.logical_or(~forced, tokens == EOS_ID))
+    return tf.where(allowed, log_probs, NEG_INF)
+
+
+def greedy_search(
+    step: StepFunction,
+    state: Any,
+    decode_length: int,
+    max_lengths: tf.Tensor,
+    alpha: float,
+) -> tuple[tf.Tensor, tf.Tensor]:
+    """The most probable token at every position.
+
+    Args:
+      step: the step function (B rows).
+      state: its initial state.
+      decode_length: L, static.
+      max_lengths: [B] int32, each below L.
+      alpha: length penalty exponent of the returned scores.
+
+    Returns:
+      (ids [B, 1, L] int32 with EOS then PAD, scores [B, 1] float32).
+    """
+    batch = _batch_size(max_lengths)
+
+    def body(index, ids, log_probs, finished, state):
+        previous = _previous_tokens(ids, index)
+        logits, state = step(state, index, previous)
+        token_log_probs = allowed_log_probs(logits[:, tf.newaxis], index, max_lengths)[:, 0]
+        tokens = tf.argmax(token_log_probs, axis=-1, output_type=tf.int32)
+        tokens = tf.where(finished, PAD_ID, tokens)
+        chosen = tf.gather(token_log_probs, tokens, batch_dims=1)
+        log_probs += tf.where(finished, 0.0, chosen)
+        ids += _at_position(index, decode_length, ids.dtype) * tokens[:, tf.newaxis]
+        return index + 1, ids, log_probs, finished | (tokens == EOS_ID), state
+
+    def keep_going(index, ids, log_probs, finished, state):
+        return tf.logical_and(index < decode_length, ~tf.reduce_all(finished))
+
+    _, ids, log_probs, _, _ = tf.while_loop(
+        keep_going,
+        body,
+        (
+            tf.constant(0),
+            tf.zeros([batch, decode_length], tf.int32),
+            tf.zeros([batch]),
+            tf.zeros([batch], tf.bool),
+            state,
+        ),
+    )
+    lengths = tf.reduce_sum(tf.cast(ids != PAD_ID, tf.int32), axis=1)
+    scores = log_probs / length_penalty(lengths, alpha)
+    return ids[:, tf.newaxis], scores[:, tf.newaxis]
+
+
+def beam_search(
+    step: StepFunction,
+    state: Any,
+    beam_size: int,
+    decode_length: int,
+    max_lengths: tf.Tensor,
+    alpha: float,
+    num_returned: int | None = None,
+) -> tuple[tf.Tensor, tf.Tensor]:
+    """The best hypotheses per sentence under the length penalty.
+
+    Args:
+      step: the step function (B * K rows, sentence-major).
+      state: its initial state, B * K rows.
+      beam_size: K.
+      decode_length: L, static.
+      max_lengths: [B] int32, each below L.
+      alpha: length penalty exponent.
+      num_returned: N <= K, how many of the best hypotheses are returned;
+        the search runs until these are final. Defaults to K.
+
+    Returns:
+      (ids [B, N, L] int32 with EOS then PAD, best first; scores [B, N]
+      float32, -inf for slots left empty when fewer hypotheses exist).
+    """
+    batch, beams = _batch_size(max_lengths), beam_size
+    num_returned = num_returned or beam_size
+    first_beam_only = tf.concat([[0.0], tf.fill([beams - 1], NEG_INF)], axis=0)
+
+    def body(index, alive_ids, alive_log_probs, finished_ids, finished_scores, done, state):
+        previous = tf.reshape(_previous_tokens(alive_ids, index), [-1])
+        logits, state = step(state, index, previous)
+        vocab = tf.shape(logits)[-1]
+        logits = tf.reshape(logits, [batch, beams, vocab])
+        log_probs = allowed_log_probs(logits, index, max_lengths)
+        extended = tf.reshape(alive_log_probs[:, :, tf.newaxis] + log_probs, [batch, -1])
+        top_log_probs, top_indices = tf.math.top_k(extended, k=2 * beams)  # [B, 2K]
+        origins, tokens = top_indices // vocab, top_indices % vocab
+        top_ids = tf.gather(alive_ids, origins, batch_dims=1)  # [B, 2K, L]
+        top_ids += _at_position(index, decode_length, tf.int32) * tokens[:, :, tf.newaxis]
+        ends = tokens == EOS_ID
+        # Finished: EOS extensions among the first K, for sentences not done.
+        may_finish = tf.logical_and(ends, tf.range(2 * beams) < beams) & ~done[:, tf.newaxis]
+        new_scores = tf.where(may_finish, top_log_probs / length_penalty(index + 1, alpha), NEG_INF)
+        finished_scores, best = tf.math.top_k(
+            tf.concat([finished_scores, new_scores], axis=1), k=beams
+        )
+        finished_ids = tf.gather(tf.concat([finished_ids, top_ids], axis=1), best, batch_dims=1)
+        # Alive: the best K extensions that did not end.
+        alive_log_probs, kept = tf.math.top_k(tf.where(ends, NEG_INF, top_log_probs), k=beams)
+        alive_ids = tf.gather(top_ids, kept, batch_dims=1)
+        rows = tf.reshape(
+            tf.range(batch)[:, tf.newaxis] * beams + tf.gather(origins, kept, batch_dims=1), [-1]
+        )
+        state = tf.nest.map_structure(lambda tensor: tf.gather(tensor, rows), state)
+        last_needed = finished_scores[:, num_returned - 1]
+        done |= _sentence_done(
+            index, alive_log_probs, finished_scores, last_needed, max_lengths, alpha
+        )
+        return index + 1, alive_ids, alive_log_probs, finished_ids, finished_scores, done, state
+
+    def keep_going(index, alive_ids, alive_log_probs, finished_ids, finished_scores, done, state):
+        return tf.logical_and(index < decode_length, ~tf.reduce_all(done))
+
+    results = tf.while_loop(
+        keep_going,
+        body,
+        (
+            tf.constant(0),
+            tf.zeros([batch, beams, decode_length], tf.int32),
+            tf.tile(first_beam_only[tf.newaxis], [batch, 1]),
+            tf.zeros([batch, beams, decode_length], tf.int32),
+            tf.fill([batch, beams], NEG_INF),
+            tf.zeros([batch], tf.bool),
+            state,
+        ),
+    )
+    return results[3][:, :num_returned], results[4][:, :num_returned]
+
+
+def _sentence_done(
+    index: tf.Tensor,
+    alive_log_probs: tf.Tensor,
+    finished_scores: tf.Tensor,
+    last_needed: tf.Tensor,
+    max_lengths: tf.Tensor,
+    alpha: float,
+) -> tf.Tensor:
+    """[B] bool: nothing alive can still change sentence b's returned hypotheses.
+
+    Args:
+      last_needed: [B] score of the N-th best finished hypothesis (-inf if none).
+    """
+    beam_full = finished_scores[:, -1] > NEG_INF
+    # Log-probabilities only fall, and the penalty divides least at the longest length.
+    best_possible = alive_log_probs[:, 0] / length_penalty(max_lengths + 1, alpha)
+    cannot_win = best_possible <= last_needed
+    return beam_full | cannot_win | (index >= max_lengths)
+
+
+def _batch_size(max_lengths: tf.Tensor) -> int | tf.Tensor:
+    """B, static when known so that loop variables keep their shapes."""
+    return max_lengths.shape[0] if max_lengths.shape[0] is not None else tf.shape(max_lengths)[0]
+
+
+def _previous_tokens(ids: tf.Tensor, index: tf.Tensor) -> tf.Tensor:
+    """The tokens at position index - 1 of ids [..., L]; PAD at index 0."""
+    previous = tf.gather(ids, tf.maximum(index - 1, 0), axis=-1)
+    return tf.where(index > 0, previous, tf.zeros_like(previous))
+
+
+def _at_position(index: tf.Tensor, length: int, dtype: tf.DType) -> tf.Tensor:
+    """[L] one-hot of `index`, to write one position without a scatter."""
+    return tf.one_hot(index, length, dtype=dtype)

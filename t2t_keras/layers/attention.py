@@ -1,0 +1,181 @@
+"""Multi-head attention with separate key/value depths, an XLA-compiled core
+and a decoding cache.
+
+Shapes: B batch, T query length, S key length, L cache length, D model width,
+H heads, K key depth per head, V value depth per head.
+
+Three ways to call the layer:
+  - full: `layer(query, memory, bias)`; memory is None for self-attention.
+  - one decoding step of self-attention: `layer(query, bias=..., cache=cache,
+    cache_index=i)` with query [B, 1, D]; the step's key and value are written
+    into slot i of the preallocated cache [B, H, L, K|V] and the layer returns
+    (output, updated cache).
+  - cached encoder-decoder attention: `layer(query, bias=..., cache=keys_values)`
+    where keys_values = `layer.project_memory(encoder_output)`, computed once
+    per sentence.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import keras
+import tensorflow as tf
+
+
+def attention_core(
+    query: tf.Tensor,
+    key: tf.Tensor,
+    value: tf.Tensor,
+    bias: tf.Tensor | None,
+    dropout_rate: float = 0.0,
+    seed: tf.Tensor | None = None,
+    return_weights: bool = False,
+) -> tuple[tf.Tensor, tf.Tensor | None]:
+    """softmax(Q K^T / sqrt(K) + bias) V, the softmax in float32.
+
+    Args:
+      query: [B, H, T, K].
+      key: [B, H, S, K].
+      value: [B, H, S, V].
+      bias: float32, broadcastable to [B, H, T, S], or None.
+      dropout_rate: dropout on the attention weights (0 when not training).
+      seed: [2] int64 seed of the dropout mask.
+      return_weights: also return the weights.
+
+    Returns:
+      ([B, H, T, V] in the query's dtype, [B, H, T, S] float32 weights or None).
+    """
+    depth = tf.cast(tf.shape(query)[-1], query.dtype)
+    scores = tf.einsum("bhtk,bhsk->bhts", query * tf.math.rsqrt(depth), key)
+    scores = tf.cast(scores, tf.float32)
+    if bias is not None:  # Keras may have cast it to the compute dtype.
+        scores += tf.cast(bias, tf.float32)
+    weights = tf.nn.softmax(scores, axis=-1)
+    dropped = weights
+    if dropout_rate > 0.0:
+        dropped = tf.nn.experimental.stateless_dropout(weights, dropout_rate, seed=seed)
+    output = tf.einsum("bhts,bhsv->bhtv", tf.cast(dropped, value.dtype), value)
+    return output, (weights if return_weights else None)
+
+
+# One compiled function serves every call; XLA compiles once per input shape.
+_compiled_attention_core = tf.function(attention_core, jit_compile=True)
+
+
+class MultiHeadAttention(keras.layers.Layer):
+    """Scaled dot-product attention over `num_heads` heads, without biases.
+
+    Args:
+      num_heads: H.
+      key_depth: K, the query and key depth of one head.
+      value_depth: V, the value depth of one head.
+      dropout: dropout rate on the attention weights.
+      use_xla: run the core as one XLA-compiled function.
+    """
+
+    def __init__(
+        self,
+        num_heads: int,
+        key_depth: int,
+        value_depth: int,
+        dropout: float = 0.0,
+        use_xla: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.num_heads = num_heads
+        self.key_depth = key_depth
+        self.value_depth = value_depth
+        self.dropout = dropout
+        self.use_xla = use_xla
+        self.seed_generator = keras.random.SeedGenerator()
+
+    def build(self, query_shape: Any, memory_shape: Any = None) -> None:
+        d_model = query_shape[-1]
+        memory_width = d_model if memory_shape is None else memory_shape[-1]
+
+        def weight(name: str, shape: tuple[int, ...], fan: tuple[int, int]) -> Any:
+            # Glorot uniform over the matrix as a whole (fan_in, fan_out), not per head.
+            limit = (6.0 / sum(fan)) ** 0.5
+            initializer = keras.initializers.RandomUniform(-limit, limit)
+            return self.add_weight(name=name, shape=shape, initializer=initializer)
+
+        heads, keys, values = self.num_heads, self.key_depth, self.value_depth
+        self.query_kernel = weight("query", (d_model, heads, keys), (d_model, heads * keys))
+        self.key_kernel = weight("key", (memory_width, heads, keys), (memory_width, heads * keys))
+        self.value_kernel = weight(
+            "value", (memory_width, heads, values), (memory_width, heads * values)
+        )
+        self.output_kernel = weight("output", (heads, values, d_model), (heads * values, d_model))
+
+    def project_memory(self, memory: tf.Tensor) -> dict[str, tf.Tensor]:
+        """Keys and values of `memory` [B, S, D]: {"key": [B, H, S, K], "value": [B, H, S, V]}."""
+        return {
+            "key": tf.einsum("bsd,dhk->bhsk", memory, self._read(self.key_kernel)),
+            "value": tf.einsum("bsd,dhv->bhsv", memory, self._read(self.value_kernel)),
+        }
+
+    def empty_cache(self, batch_size: int | tf.Tensor, length: int) -> dict[str, tf.Tensor]:
+        """Zeroed self-attention cache: {"key": [B, H, L, K], "value": [B, H, L, V]}."""
+        dtype = self.compute_dtype
+        return {
+            "key": tf.zeros([batch_size, self.num_heads, length, self.key_depth], dtype),
+            "value": tf.zeros([batch_size, self.num_heads, length, self.value_depth], dtype),
+        }
+
+    def call(
+        self,
+        query: tf.Tensor,
+        memory: tf.Tensor | None = None,
+        bias: tf.Tensor | None = None,
+        cache: dict[str, tf.Tensor] | None = None,
+        cache_index: tf.Tensor | int | None = None,
+        training: bool = False,
+        return_weights: bool = False,
+    ) -> Any:
+        """Attends from `query` [B, T, D] to memory, itself, or a cache.
+
+        Returns:
+          [B, T, D]; with cache_index, (output, updated cache); with
+          return_weights, the [B, H, T, S] float32 weights as well.
+        """
+        heads = tf.einsum("btd,dhk->bhtk", query, self._read(self.query_kernel))
+        if cache is None:
+            keys_values = self.project_memory(query if memory is None else memory)
+        elif cache_index is None:
+            keys_values = cache
+        else:
+            keys_values = _write_step(cache, self.project_memory(query), cache_index)
+        rate = self.dropout if training else 0.0
+        seed = self.seed_generator.next() if rate > 0.0 else None
+        core = _compiled_attention_core if self.use_xla else attention_core
+        context, weights = core(
+            heads, keys_values["key"], keys_values["value"], bias, rate, seed, return_weights
+        )
+        output = tf.einsum("bhtv,hvd->btd", context, self._read(self.output_kernel))
+        extras = [keys_values] if cache_index is not None else []
+        extras += [weights] if return_weights else []
+        return (output, *extras) if extras else output
+
+    def _read(self, variable: Any) -> tf.Tensor:
+        return tf.cast(variable, self.compute_dtype)
+
+    def get_config(self) -> dict[str, Any]:
+        return {
+            **super().get_config(),
+            "num_heads": self.num_heads,
+            "key_depth": self.key_depth,
+            "value_depth": self.value_depth,
+            "dropout": self.dropout,
+            "use_xla": self.use_xla,
+        }
+
+
+def _write_step(
+    cache: dict[str, tf.Tensor], step: dict[str, tf.Tensor], index: tf.Tensor | int
+) -> dict[str, tf.Tensor]:
+    """Writes one position's key and value [B, H, 1, K|V] into cache slot `index`."""
+    length = tf.shape(cache["key"])[2]
+    slot = tf.one_hot(index, length, dtype=cache["key"].dtype)[:, tf.newaxis]  # [L, 1]
+    return {name: cache[name] * (1 - slot) + slot * step[name] for name in ("key", "value")}

@@ -1,0 +1,43 @@
+"""Token embeddings scaled by sqrt(d_model), reusable as the softmax projection."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import keras
+import tensorflow as tf
+
+
+class ScaledEmbedding(keras.layers.Layer):
+    """A [vocab_size, d_model] matrix: ids -> vectors, and vectors -> logits.
+
+    `call` looks ids up and multiplies by sqrt(d_model); `project` multiplies
+    by the transpose, so one matrix can serve as input embedding and
+    pre-softmax projection (the paper's weight sharing).
+    """
+
+    def __init__(self, vocab_size: int, d_model: int, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.vocab_size = vocab_size
+        self.d_model = d_model
+
+    def build(self, input_shape: Any = None) -> None:
+        # Unit variance after the sqrt(d_model) scaling.
+        self.embeddings = self.add_weight(
+            name="embeddings",
+            shape=(self.vocab_size, self.d_model),
+            initializer=keras.initializers.RandomNormal(stddev=self.d_model**-0.5),
+        )
+
+    def call(self, ids: tf.Tensor) -> tf.Tensor:
+        """[B, T] ids -> [B, T, D] in the compute dtype."""
+        vectors = tf.gather(tf.cast(self.embeddings, self.compute_dtype), ids)
+        return vectors * tf.cast(self.d_model**0.5, self.compute_dtype)
+
+    def project(self, x: tf.Tensor) -> tf.Tensor:
+        """[B, T, D] -> [B, T, vocab] float32 logits."""
+        logits = tf.einsum("btd,vd->btv", x, tf.cast(self.embeddings, self.compute_dtype))
+        return tf.cast(logits, tf.float32)
+
+    def get_config(self) -> dict[str, Any]:
+        return {**super().get_config(), "vocab_size": self.vocab_size, "d_model": self.d_model}

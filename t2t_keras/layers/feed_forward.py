@@ -1,0 +1,38 @@
+"""The position-wise feed-forward block: max(0, x W1 + b1) W2 + b2."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import keras
+import tensorflow as tf
+
+
+class FeedForward(keras.layers.Layer):
+    """Two linear maps with a ReLU between, applied at every position alike.
+
+    Args:
+      d_ff: inner width.
+      relu_dropout: dropout on the ReLU output.
+    """
+
+    def __init__(self, d_ff: int, relu_dropout: float = 0.0, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.d_ff = d_ff
+        self.relu_dropout = relu_dropout
+
+    def build(self, input_shape: Any) -> None:
+        self.inner = keras.layers.Dense(
+            self.d_ff, activation="relu", dtype=self.dtype_policy, name="inner"
+        )
+        self.inner.build(input_shape)
+        self.dropout = keras.layers.Dropout(self.relu_dropout, dtype=self.dtype_policy)
+        self.outer = keras.layers.Dense(input_shape[-1], dtype=self.dtype_policy, name="outer")
+        self.outer.build((*input_shape[:-1], self.d_ff))
+
+    def call(self, x: tf.Tensor, training: bool = False) -> tf.Tensor:
+        """[B, T, D] -> [B, T, D]."""
+        return self.outer(self.dropout(self.inner(x), training=training))
+
+    def get_config(self) -> dict[str, Any]:
+        return {**super().get_config(), "d_ff": self.d_ff, "relu_dropout": self.relu_dropout}

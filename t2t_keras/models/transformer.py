@@ -1,0 +1,220 @@
+"""The Transformer of "Attention Is All You Need" as a Keras 3 model.
+
+Ids follow the fixed conventions: 0 = PAD, 1 = EOS. The decoder input is the
+targets shifted right with 0 in front. Inputs longer than `max_length` raise
+a UserError here; `t2t_keras.decoding` truncates them with a warning instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import keras
+import tensorflow as tf
+
+from t2t_keras import registry
+from t2t_keras.errors import UserError
+from t2t_keras.layers import DecoderLayer, EncoderLayer, LearnedPositions, ScaledEmbedding
+from t2t_keras.layers.masks import causal_bias, padding_bias, step_bias
+from t2t_keras.layers.position import sinusoid
+from t2t_keras.models.transformer_hparams import TransformerHParams
+
+# state, index, ids [B] -> (logits [B, V] float32, new state)
+StepFunction = Callable[[tf.Tensor, tf.Tensor, Any], tuple[tf.Tensor, Any]]
+
+
+@registry.register_model
+@keras.saving.register_keras_serializable(package="t2t_keras")
+class Transformer(keras.Model):
+    """Encoder-decoder Transformer built from a TransformerHParams.
+
+    Args:
+      hparams: the model's hparams (or their dict, as in `get_config`);
+        `vocab_size` must be set.
+      use_xla: run every attention core as one XLA-compiled function.
+    """
+
+    def __init__(
+        self, hparams: TransformerHParams | dict, use_xla: bool = True, **kwargs: Any
+    ) -> None:
+        super().__init__(**kwargs)
+        if isinstance(hparams, dict):
+            hparams = TransformerHParams(**hparams)
+        if hparams.vocab_size < 1:
+            raise UserError(
+                "The Transformer needs hparams.vocab_size: set it to the size of the "
+                "problem's vocabulary (the trainer does this from the problem)."
+            )
+        self.hparams = hparams
+        self.use_xla = use_xla
+        self._build_embeddings(hparams)
+        layer_args = {
+            "num_heads": hparams.num_heads,
+            "key_depth": hparams.d_k,
+            "value_depth": hparams.d_v,
+            "d_ff": hparams.d_ff,
+            "dropout": hparams.dropout,
+            "attention_dropout": hparams.attention_dropout,
+            "relu_dropout": hparams.relu_dropout,
+            "norm_position": hparams.layer_norm_position,
+            "norm_epsilon": hparams.layer_norm_epsilon,
+            "use_xla": use_xla,
+            "dtype": self.dtype_policy,
+        }
+        self.encoder_layers = [
+            EncoderLayer(**layer_args, name=f"encoder_{i}")
+            for i in range(hparams.num_encoder_layers)
+        ]
+        self.decoder_layers = [
+            DecoderLayer(**layer_args, name=f"decoder_{i}")
+            for i in range(hparams.num_decoder_layers)
+        ]
+        self.final_norms = None
+        if hparams.layer_norm_position == "pre":  # Pre-norm stacks end unnormalized.
+            self.final_norms = [
+                keras.layers.LayerNormalization(
+                    epsilon=hparams.layer_norm_epsilon, dtype=self.dtype_policy, name=name
+                )
+                for name in ("encoder_norm", "decoder_norm")
+            ]
+
+    def _build_embeddings(self, hparams: TransformerHParams) -> None:
+        vocab, d_model, policy = hparams.vocab_size, hparams.d_model, self.dtype_policy
+        self.source_embedding = ScaledEmbedding(vocab, d_model, dtype=policy, name="embedding")
+        self.target_embedding = self.source_embedding
+        self.softmax_weights = self.source_embedding
+        if not hparams.shared_embeddings:
+            self.target_embedding = ScaledEmbedding(
+                vocab, d_model, dtype=policy, name="target_embedding"
+            )
+            self.softmax_weights = self.target_embedding
+            if not hparams.tie_target_embeddings:
+                self.softmax_weights = ScaledEmbedding(
+                    vocab, d_model, dtype=policy, name="softmax_weights"
+                )
+        self.position_tables = None
+        if hparams.position_encoding == "learned":
+            self.position_tables = [
+                LearnedPositions(hparams.max_length, d_model, dtype=policy, name=name)
+                for name in ("encoder_positions", "decoder_positions")
+            ]
+        self.embedding_dropout = keras.layers.Dropout(hparams.embedding_dropout, dtype=policy)
+
+    def build(self, input_shape: Any = None) -> None:
+        """Creates every weight by running the model once on a tiny batch."""
+        # A softmax-only matrix is used through `project`, never called: build it here.
+        if not self.softmax_weights.built:
+            self.softmax_weights.build()
+        ids = tf.ones([1, 1], tf.int32)
+        self.call({"inputs": ids, "targets": ids})
+
+    # Training and scoring.
+
+    def call(self, features: dict[str, tf.Tensor], training: bool = False) -> tf.Tensor:
+        """{"inputs": [B, S], "targets": [B, T]} int ids -> [B, T, vocab] float32 logits."""
+        memory, memory_bias = self.encode(features["inputs"], training=training)
+        return self.decode(features["targets"], memory, memory_bias, training=training)
+
+    def encode(self, inputs: tf.Tensor, training: bool = False) -> tuple[tf.Tensor, tf.Tensor]:
+        """[B, S] ids -> (encoder output [B, S, D], padding bias [B, 1, 1, S])."""
+        self._check_length(inputs, "inputs")
+        bias = padding_bias(inputs)
+        x = self._embed(self.source_embedding, inputs, 0, 0, training)
+        for layer in self.encoder_layers:
+            x = layer(x, bias, training=training)
+        if self.final_norms:
+            x = self.final_norms[0](x)
+        return x, bias
+
+    def decode(
+        self,
+        targets: tf.Tensor,
+        memory: tf.Tensor,
+        memory_bias: tf.Tensor,
+        training: bool = False,
+    ) -> tf.Tensor:
+        """Teacher-forced decoder: targets [B, T] -> logits [B, T, vocab] float32."""
+        self._check_length(targets, "targets")
+        decoder_input = tf.pad(targets, [[0, 0], [1, 0]])[:, :-1]  # Shift right.
+        x = self._embed(self.target_embedding, decoder_input, 1, 0, training)
+        self_bias = causal_bias(tf.shape(targets)[1])
+        for layer in self.decoder_layers:
+            x = layer(x, memory, self_bias, memory_bias, training=training)
+        return self._logits(x)
+
+    # Incremental decoding.
+
+    def start_decoding(
+        self, inputs: tf.Tensor, cache_length: int, beam_size: int = 1
+    ) -> tuple[dict[str, Any], StepFunction]:
+        """Encodes `inputs` [B, S] once and prepares one-position decoding steps.
+
+        Args:
+          inputs: [B, S] ids.
+          cache_length: L, the most positions that will be decoded.
+          beam_size: K; the encoder's output is repeated K times per sentence.
+
+        Returns:
+          (state, step): state holds the per-layer self-attention caches
+          [B * K, H, L, K|V], zeroed; `step(state, index, ids [B * K])`
+          returns (logits [B * K, vocab] float32, new state) for position `index`.
+        """
+        memory, memory_bias = self.encode(inputs)
+        memory = tf.repeat(memory, beam_size, axis=0)
+        memory_bias = tf.repeat(memory_bias, beam_size, axis=0)
+        batch = tf.shape(memory)[0]
+        memory_caches = [layer.project_memory(memory) for layer in self.decoder_layers]
+        state = {
+            f"layer_{i}": layer.self_attention.empty_cache(batch, cache_length)
+            for i, layer in enumerate(self.decoder_layers)
+        }
+
+        def step(state: dict[str, Any], index: tf.Tensor, ids: tf.Tensor) -> tuple[tf.Tensor, Any]:
+            x = self._embed(self.target_embedding, ids[:, tf.newaxis], 1, index, False)
+            self_bias = step_bias(index, cache_length)
+            new_state = {}
+            for i, layer in enumerate(self.decoder_layers):
+                cache = {"self": state[f"layer_{i}"], "memory": memory_caches[i]}
+                x, cache = layer(x, None, self_bias, memory_bias, cache=cache, cache_index=index)
+                new_state[f"layer_{i}"] = cache["self"]
+            return self._logits(x)[:, 0, :], new_state
+
+        return state, step
+
+    # Shared pieces.
+
+    def _embed(
+        self,
+        embedding: ScaledEmbedding,
+        ids: tf.Tensor,
+        stack: int,
+        start: tf.Tensor | int,
+        training: bool,
+    ) -> tf.Tensor:
+        """Scaled embeddings plus positions start.., then dropout: [B, T] -> [B, T, D]."""
+        x = embedding(ids)
+        positions = tf.range(tf.shape(ids)[1]) + start
+        if self.position_tables:
+            signal = self.position_tables[stack](positions)
+        else:
+            signal = sinusoid(positions, self.hparams.d_model)
+        x = x + tf.cast(signal, x.dtype)[tf.newaxis]
+        return self.embedding_dropout(x, training=training)
+
+    def _logits(self, x: tf.Tensor) -> tf.Tensor:
+        if self.final_norms:
+            x = self.final_norms[1](x)
+        return self.softmax_weights.project(x)
+
+    def _check_length(self, ids: tf.Tensor, name: str) -> None:
+        length = ids.shape[1]
+        if length is not None and length > self.hparams.max_length:
+            raise UserError(
+                f"{name} of length {length} exceed the model's max_length of "
+                f"{self.hparams.max_length} tokens; truncate them, or train with a larger "
+                "max_length (decoding truncates with a warning)."
+            )
+
+    def get_config(self) -> dict[str, Any]:
+        return {**super().get_config(), "hparams": self.hparams.values(), "use_xla": self.use_xla}

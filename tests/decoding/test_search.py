@@ -1,0 +1,201 @@
+"""Greedy and beam search: against each other, exhaustive enumeration, and alpha."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import math
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from t2t_keras import registry
+from t2t_keras.data.ids import EOS_ID
+from t2t_keras.decoding import Decoder, beam_search, decode_limits, greedy_search, length_penalty
+from t2t_keras.models import TransformerHParams
+
+TINY = TransformerHParams(
+    vocab_size=20,
+    num_encoder_layers=2,
+    num_decoder_layers=2,
+    d_model=16,
+    d_ff=32,
+    num_heads=2,
+    d_k=8,
+    d_v=8,
+    max_length=24,
+)
+INPUTS = tf.constant([[5, 6, 7, 8, 9, 1], [9, 4, 1, 0, 0, 0], [3, 1, 0, 0, 0, 0]])
+
+
+def build(hparams: TransformerHParams, seed: int = 3):
+    keras.utils.set_random_seed(seed)
+    model = registry.model("transformer")(hparams)
+    model.build()
+    return model
+
+
+@pytest.fixture(scope="module")
+def model():
+    return build(TINY)
+
+
+def search(model, inputs, beam_size: int, alpha: float, extra_length: int, greedy=False):
+    """One search, uncompiled, with the Decoder's length limits."""
+    decode_length, max_lengths = decode_limits(inputs, extra_length, model.hparams.max_length)
+    state, step = model.start_decoding(inputs, decode_length, beam_size)
+    if greedy:
+        return greedy_search(step, state, decode_length, max_lengths, alpha)
+    return beam_search(step, state, beam_size, decode_length, max_lengths, alpha)
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.6, 2.0])
+def test_beam_of_one_is_greedy(model, alpha: float) -> None:
+    greedy_ids, greedy_scores = search(model, INPUTS, 1, alpha, 10, greedy=True)
+    beam_ids, beam_scores = search(model, INPUTS, 1, alpha, 10)
+    np.testing.assert_array_equal(beam_ids, greedy_ids)
+    np.testing.assert_allclose(beam_scores, greedy_scores, rtol=1e-5)
+
+
+def test_wide_beam_finds_the_exhaustive_best() -> None:
+    """Vocab 5 (PAD, EOS and 3 tokens), at most 3 tokens before EOS: 40 hypotheses."""
+    model = build(TINY.override("vocab_size=5,max_length=8"), seed=7)
+    inputs = tf.constant([[3, 4, 1]])
+    hypotheses = all_hypotheses(most_tokens=3)
+    log_probs = teacher_forced_log_probs(model, inputs, hypotheses)
+    for alpha in (0.0, 0.6, 1.5):
+        ids, scores = search(model, inputs, beam_size=64, alpha=alpha, extra_length=0)
+        ranked = sorted(
+            (
+                (total / float(length_penalty(len(ids), alpha)), ids)
+                for total, ids in zip(log_probs, hypotheses, strict=True)
+            ),
+            reverse=True,
+        )
+        assert strip(ids[0, 0].numpy()) == list(ranked[0][1])
+        np.testing.assert_allclose(scores[0, 0], ranked[0][0], rtol=1e-4)
+        # Every hypothesis is reachable with this beam: the n-best is the ranking.
+        found = [s for s in scores[0].numpy() if np.isfinite(s)]
+        np.testing.assert_allclose(found, [score for score, _ in ranked], rtol=1e-4)
+
+
+def all_hypotheses(most_tokens: int) -> list[tuple[int, ...]]:
+    """Every sequence of up to `most_tokens` of the tokens 2, 3, 4, then EOS."""
+    return [
+        (*body, EOS_ID)
+        for length in range(most_tokens + 1)
+        for body in itertools.product([2, 3, 4], repeat=length)
+    ]
+
+
+def teacher_forced_log_probs(model, inputs, hypotheses) -> list[float]:
+    """Each hypothesis' log-probability, all scored in one padded batch."""
+    longest = max(len(ids) for ids in hypotheses)
+    targets = tf.constant([list(ids) + [0] * (longest - len(ids)) for ids in hypotheses])
+    features = {"inputs": tf.repeat(inputs, len(hypotheses), axis=0), "targets": targets}
+    log_probs = tf.nn.log_softmax(model(features)).numpy()
+    return [
+        float(sum(log_probs[row, position, token] for position, token in enumerate(ids)))
+        for row, ids in enumerate(hypotheses)
+    ]
+
+
+def strip(ids: np.ndarray) -> list[int]:
+    ids = list(ids)
+    return ids[: ids.index(EOS_ID) + 1]
+
+
+def table_step(state, index, previous):
+    """A hand-written next-token distribution over PAD, EOS, 2, 3, 4.
+
+    First token: EOS 0.4, "2" 0.35, "3" 0.25. After "2": EOS 0.9. Alone, EOS
+    scores log 0.4 = -0.92; "2 EOS" scores log 0.315 = -1.16 over 2 tokens.
+    """
+    table = tf.math.log(
+        tf.constant(
+            [
+                [1e-30, 0.40, 0.35, 0.25, 1e-30],  # after PAD (the start)
+                [1e-30, 1.00, 1e-30, 1e-30, 1e-30],  # after EOS (unused)
+                [1e-30, 0.90, 0.05, 0.05, 1e-30],  # after 2
+                [1e-30, 0.50, 0.25, 0.25, 1e-30],  # after 3
+                [1e-30, 1.00, 1e-30, 1e-30, 1e-30],  # after 4
+            ]
+        )
+    )
+    return tf.gather(table, previous), state
+
+
+@pytest.mark.parametrize(
+    ("alpha", "best", "score"),
+    [(0.0, [EOS_ID], math.log(0.4)), (2.0, [2, EOS_ID], math.log(0.35 * 0.9) / (7 / 6) ** 2)],
+)
+def test_alpha_changes_the_choice(alpha: float, best: list[int], score: float) -> None:
+    """Without a penalty the short hypothesis wins; alpha=2 favours the longer one."""
+    state = tf.zeros([4, 1])
+    ids, scores = beam_search(table_step, state, 4, 4, tf.constant([3]), alpha)
+    assert strip(ids[0, 0].numpy()) == best
+    assert scores[0, 0].numpy() == pytest.approx(score, rel=1e-5)
+    greedy_ids, _ = greedy_search(table_step, tf.zeros([1, 1]), 4, tf.constant([3]), alpha)
+    assert strip(greedy_ids[0, 0].numpy()) == [EOS_ID]  # Greedy never looks past EOS.
+
+
+def test_outputs_respect_each_sentences_length_limit(model) -> None:
+    ids, _ = Decoder(model, 3, extra_length=2, return_beams=True, jit_compile=False)(INPUTS)
+    assert ids.shape == (3, 3, 9)  # L: 6 input positions + 2 tokens + EOS.
+    input_lengths = [6, 3, 2]
+    for sentence, limit in enumerate(input_lengths):
+        for beam in ids[sentence].numpy():
+            assert len(strip(beam)) - 1 <= limit + 2
+
+
+@pytest.mark.parametrize("beam_size", [1, 4])
+def test_each_sentence_decodes_alone_as_in_the_batch(model, beam_size: int) -> None:
+    decoder = Decoder(model, beam_size, extra_length=5, return_beams=True, jit_compile=False)
+    batch_ids, batch_scores = decoder(INPUTS)
+    for row in range(INPUTS.shape[0]):
+        alone = INPUTS[row : row + 1, : int(tf.reduce_sum(tf.cast(INPUTS[row] > 0, tf.int32)))]
+        ids, scores = decoder(alone)
+        for beam in range(beam_size):
+            assert strip(ids[0, beam].numpy()) == strip(batch_ids[row, beam].numpy())
+        np.testing.assert_allclose(scores[0], batch_scores[row], rtol=1e-4)
+
+
+@pytest.mark.parametrize("beam_size", [1, 4])
+def test_xla_on_and_off_decode_the_same(model, beam_size: int) -> None:
+    compiled = Decoder(model, beam_size, return_beams=True, jit_compile=True)(INPUTS)
+    plain = Decoder(model, beam_size, return_beams=True, jit_compile=False)(INPUTS)
+    np.testing.assert_array_equal(compiled[0], plain[0])
+    np.testing.assert_allclose(compiled[1], plain[1], rtol=1e-5)
+
+
+def test_n_best_lists_are_complete_and_sorted(model) -> None:
+    ids, scores = Decoder(model, beam_size=4, return_beams=True)(INPUTS)
+    assert ids.shape[:2] == (3, 4)
+    assert np.all(np.isfinite(scores.numpy()))
+    assert np.all(np.diff(scores.numpy(), axis=1) <= 0)
+    for sentence in ids.numpy():
+        assert len({tuple(strip(beam)) for beam in sentence}) == 4
+
+
+def test_best_only_stops_early_with_the_same_best(model) -> None:
+    best_ids, best_scores = Decoder(model, beam_size=4)(INPUTS)
+    all_ids, all_scores = Decoder(model, beam_size=4, return_beams=True)(INPUTS)
+    assert best_ids.shape[:2] == (3, 1)
+    np.testing.assert_array_equal(best_ids[:, 0], all_ids[:, 0])
+    np.testing.assert_allclose(best_scores[:, 0], all_scores[:, 0], rtol=1e-6)
+
+
+def test_eos_only_input_decodes_to_a_valid_output(model) -> None:
+    ids, scores = Decoder(model, beam_size=2)(tf.constant([[EOS_ID]]))
+    assert ids.shape[:2] == (1, 1)
+    assert strip(ids[0, 0].numpy())[-1] == EOS_ID and np.isfinite(scores[0, 0])
+
+
+def test_too_long_inputs_are_truncated_with_a_warning(model, caplog) -> None:
+    too_long = tf.constant([[*range(3, 33), EOS_ID]])
+    with caplog.at_level(logging.WARNING):
+        ids, _ = Decoder(model, beam_size=1)(too_long)
+    assert "1 input(s) longer than max_length=24 tokens were truncated" in caplog.text
+    assert ids.shape == (1, 1, 24)

@@ -1,0 +1,86 @@
+"""Multi-head attention: shapes, masks, weights, the XLA core, the cache."""
+
+from __future__ import annotations
+
+import numpy as np
+import tensorflow as tf
+
+from t2t_keras.layers import MultiHeadAttention, attention_core
+from t2t_keras.layers.masks import causal_bias, padding_bias, step_bias
+
+
+def make_layer(use_xla: bool = True, **overrides) -> MultiHeadAttention:
+    config = {"num_heads": 2, "key_depth": 3, "value_depth": 5, "use_xla": use_xla}
+    return MultiHeadAttention(**{**config, **overrides})
+
+
+def test_separate_key_and_value_depths() -> None:
+    layer = make_layer()
+    query, memory = tf.random.normal([2, 4, 8]), tf.random.normal([2, 6, 8])
+    output = layer(query, memory)
+    assert output.shape == (2, 4, 8)
+    shapes = {w.path.split("/")[-1]: tuple(w.shape) for w in layer.weights}
+    assert shapes == {"query": (8, 2, 3), "key": (8, 2, 3), "value": (8, 2, 5), "output": (2, 5, 8)}
+
+
+def test_weights_sum_to_one_and_ignore_masked_keys() -> None:
+    layer = make_layer()
+    ids = tf.constant([[4, 5, 1, 0, 0]])
+    x = tf.random.normal([1, 5, 8])
+    _, weights = layer(x, bias=padding_bias(ids), return_weights=True)
+    assert weights.shape == (1, 2, 5, 5) and weights.dtype == tf.float32
+    np.testing.assert_allclose(tf.reduce_sum(weights, -1).numpy(), 1.0, rtol=1e-6)
+    assert np.all(weights.numpy()[..., 3:] == 0.0)
+
+
+def test_core_matches_a_plain_computation() -> None:
+    q, k, v = (tf.random.normal(shape) for shape in ([1, 2, 3, 4], [1, 2, 5, 4], [1, 2, 5, 6]))
+    output, weights = attention_core(q, k, v, None, return_weights=True)
+    scores = np.einsum("bhtk,bhsk->bhts", q.numpy(), k.numpy()) / 2.0
+    expected = np.exp(scores) / np.exp(scores).sum(-1, keepdims=True)
+    np.testing.assert_allclose(weights.numpy(), expected, rtol=1e-5)
+    np.testing.assert_allclose(output.numpy(), expected @ v.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_xla_and_plain_core_agree() -> None:
+    compiled, plain = make_layer(use_xla=True), make_layer(use_xla=False)
+    x = tf.random.normal([2, 5, 8])
+    compiled(x)
+    plain(x)
+    plain.set_weights(compiled.get_weights())
+    bias = causal_bias(5)
+    np.testing.assert_allclose(compiled(x, bias=bias), plain(x, bias=bias), atol=1e-5)
+
+
+def test_attention_dropout_only_in_training() -> None:
+    layer = make_layer(dropout=0.5)
+    x = tf.random.normal([2, 5, 8])
+    np.testing.assert_array_equal(layer(x), layer(x))
+    assert not np.allclose(layer(x, training=True), layer(x))
+
+
+def test_cached_steps_equal_full_causal_attention() -> None:
+    layer = make_layer()
+    x = tf.random.normal([2, 4, 8])
+    full = layer(x, bias=causal_bias(4))
+    cache = layer.empty_cache(2, 6)
+    for index in range(4):
+        step, cache = layer(
+            x[:, index : index + 1], bias=step_bias(index, 6), cache=cache, cache_index=index
+        )
+        np.testing.assert_allclose(step[:, 0], full[:, index], atol=1e-5)
+
+
+def test_precomputed_memory_equals_attending_to_memory() -> None:
+    layer = make_layer()
+    query, memory = tf.random.normal([2, 3, 8]), tf.random.normal([2, 6, 8])
+    expected = layer(query, memory)
+    np.testing.assert_allclose(
+        layer(query, cache=layer.project_memory(memory)), expected, atol=1e-6
+    )
+
+
+def test_config_round_trip() -> None:
+    layer = make_layer(dropout=0.25, use_xla=False)
+    copy = MultiHeadAttention.from_config(layer.get_config())
+    assert (copy.key_depth, copy.value_depth, copy.dropout, copy.use_xla) == (3, 5, 0.25, False)

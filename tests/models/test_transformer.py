@@ -1,0 +1,190 @@
+"""The Transformer model: sizes, masks, sharing, caching, precision, saving."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from t2t_keras import registry
+from t2t_keras.errors import UserError
+from t2t_keras.models import TransformerHParams, count_params
+from t2t_keras.models.transformer import Transformer
+
+TINY = TransformerHParams(
+    vocab_size=12,
+    num_encoder_layers=2,
+    num_decoder_layers=2,
+    d_model=8,
+    d_ff=16,
+    num_heads=2,
+    d_k=4,
+    d_v=3,
+    max_length=16,
+)
+INPUTS = tf.constant([[5, 6, 7, 8, 1, 0], [9, 4, 1, 0, 0, 0]])
+TARGETS = tf.constant([[3, 4, 5, 1], [6, 1, 0, 0]])
+
+
+def build(hparams: TransformerHParams = TINY, **kwargs) -> Transformer:
+    model = registry.model("transformer")(hparams, **kwargs)
+    model.build()
+    return model
+
+
+@pytest.fixture(scope="module")
+def model() -> Transformer:
+    keras.utils.set_random_seed(1)
+    return build()
+
+
+def logits(model: Transformer, inputs: tf.Tensor, targets: tf.Tensor) -> np.ndarray:
+    return model({"inputs": inputs, "targets": targets}).numpy()
+
+
+@pytest.mark.parametrize(
+    "set_name",
+    [name for name in registry.list_hparams() if "table3" in name] + ["transformer_big"],
+)
+def test_built_model_has_count_params_weights(set_name: str) -> None:
+    hparams = registry.hparams(set_name).override("vocab_size=64")
+    model = build(hparams)
+    assert model.count_params() == count_params(hparams)
+    keras.backend.clear_session()
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        "layer_norm_position=pre",
+        "position_encoding=learned",
+        "shared_embeddings=false",
+        "shared_embeddings=false,tie_target_embeddings=false",
+    ],
+)
+def test_variants_have_count_params_weights(overrides: str) -> None:
+    hparams = TINY.override(overrides)
+    assert build(hparams).count_params() == count_params(hparams)
+
+
+def test_logits_are_float32_over_the_vocabulary(model: Transformer) -> None:
+    assert logits(model, INPUTS, TARGETS).shape == (2, 4, 12)
+
+
+def test_causality(model: Transformer) -> None:
+    """Changing targets after position t leaves the logits up to t alone."""
+    changed = tf.constant([[3, 4, 9, 9], [6, 1, 7, 7]])
+    before, after = logits(model, INPUTS, TARGETS), logits(model, INPUTS, changed)
+    np.testing.assert_allclose(after[:, :3], before[:, :3], atol=1e-6)
+    assert not np.allclose(after[:, 3], before[:, 3])
+
+
+def test_padding_inputs_changes_nothing(model: Transformer) -> None:
+    padded = tf.pad(INPUTS, [[0, 0], [0, 5]])
+    np.testing.assert_allclose(
+        logits(model, padded, TARGETS), logits(model, INPUTS, TARGETS), atol=1e-5
+    )
+
+
+def test_one_embedding_matrix_serves_all_three_uses(model: Transformer) -> None:
+    embeddings = [w for w in model.weights if "embedding" in w.path]
+    assert len(embeddings) == 1 and embeddings[0].path.endswith("/embedding/embeddings")
+    # The softmax is the transpose: hidden @ E^T.
+    hidden = tf.random.normal([1, 2, 8])
+    expected = hidden.numpy() @ embeddings[0].numpy().T
+    np.testing.assert_allclose(model.softmax_weights.project(hidden), expected, rtol=1e-5)
+    assert model.softmax_weights is model.source_embedding is model.target_embedding
+
+
+def test_inputs_are_scaled_by_sqrt_d_model(model: Transformer) -> None:
+    table = model.source_embedding.embeddings.numpy()
+    np.testing.assert_allclose(
+        model.source_embedding(tf.constant([[3]]))[0, 0], table[3] * 8**0.5, rtol=1e-6
+    )
+
+
+def test_cached_decoding_reproduces_teacher_forcing(model: Transformer) -> None:
+    expected = logits(model, INPUTS, TARGETS)
+    state, step = model.start_decoding(INPUTS, cache_length=6)
+    previous = tf.zeros([2], tf.int32)
+    for index in range(TARGETS.shape[1]):
+        step_logits, state = step(state, tf.constant(index), previous)
+        np.testing.assert_allclose(step_logits, expected[:, index], atol=1e-4)
+        previous = TARGETS[:, index]
+
+
+@pytest.mark.parametrize("overrides", ["layer_norm_position=pre", "position_encoding=learned"])
+def test_cached_decoding_of_variants(overrides: str) -> None:
+    model = build(TINY.override(overrides))
+    expected = logits(model, INPUTS, TARGETS)
+    state, step = model.start_decoding(INPUTS, cache_length=4)
+    previous = tf.zeros([2], tf.int32)
+    for index in range(4):
+        step_logits, state = step(state, tf.constant(index), previous)
+        np.testing.assert_allclose(step_logits, expected[:, index], atol=1e-4)
+        previous = TARGETS[:, index]
+
+
+def test_xla_on_and_off_give_the_same_logits(model: Transformer) -> None:
+    plain = build(use_xla=False)
+    plain.set_weights(model.get_weights())
+    np.testing.assert_allclose(
+        logits(plain, INPUTS, TARGETS), logits(model, INPUTS, TARGETS), atol=1e-5
+    )
+
+
+def test_dropout_only_when_training() -> None:
+    model = build(TINY.override("dropout=0.5,attention_dropout=0.5,relu_dropout=0.5"))
+    features = {"inputs": INPUTS, "targets": TARGETS}
+    np.testing.assert_array_equal(model(features), model(features))
+    assert not np.allclose(model(features, training=True), model(features))
+
+
+@pytest.mark.parametrize("policy", ["mixed_bfloat16", "mixed_float16"])
+def test_mixed_precision_trains_and_decodes(policy: str) -> None:
+    from t2t_keras.decoding import Decoder
+
+    keras.config.set_dtype_policy(policy)
+    try:
+        model = build()
+        with tf.GradientTape() as tape:
+            output = model({"inputs": INPUTS, "targets": TARGETS}, training=True)
+            loss = tf.reduce_mean(output)
+        gradients = tape.gradient(loss, model.trainable_variables)
+        assert output.dtype == tf.float32
+        assert model.source_embedding.embeddings.dtype == "float32"
+        assert all(g is not None and np.all(np.isfinite(g.numpy())) for g in gradients)
+        ids, scores = Decoder(model, beam_size=2, return_beams=True)(INPUTS)
+        assert ids.shape[:2] == (2, 2) and np.all(np.isfinite(scores.numpy()))
+    finally:
+        keras.config.set_dtype_policy("float32")
+
+
+def test_keras_file_round_trip(model: Transformer, tmp_path) -> None:
+    path = tmp_path / "model.keras"
+    model.save(path)
+    loaded = keras.models.load_model(path)
+    assert isinstance(loaded, Transformer) and loaded.hparams == TINY
+    np.testing.assert_array_equal(logits(loaded, INPUTS, TARGETS), logits(model, INPUTS, TARGETS))
+
+
+def test_weights_file_round_trip(model: Transformer, tmp_path) -> None:
+    path = tmp_path / "model.weights.h5"
+    model.save_weights(path)
+    fresh = build()
+    fresh.load_weights(path)
+    np.testing.assert_array_equal(logits(fresh, INPUTS, TARGETS), logits(model, INPUTS, TARGETS))
+
+
+def test_inputs_longer_than_max_length_are_refused(model: Transformer) -> None:
+    too_long = tf.ones([1, 17], tf.int32)
+    with pytest.raises(UserError, match="inputs of length 17 exceed the model's max_length of 16"):
+        model({"inputs": too_long, "targets": TARGETS[:1]})
+
+
+def test_vocab_size_is_required() -> None:
+    with pytest.raises(UserError, match="needs hparams.vocab_size"):
+        Transformer(dataclasses.replace(TINY, vocab_size=0))
