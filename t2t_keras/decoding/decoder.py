@@ -66,9 +66,12 @@ class Decoder(tf.Module):
             return inputs
         lengths = tf.reduce_sum(tf.cast(inputs != PAD_ID, tf.int32), axis=1)
         count = int(tf.reduce_sum(tf.cast(lengths > self.max_length, tf.int32)))
-        logging.warning(
-            "%d input(s) longer than max_length=%d tokens were truncated.", count, self.max_length
-        )
+        if count:
+            logging.warning(
+                "%d input(s) longer than max_length=%d tokens were truncated.",
+                count,
+                self.max_length,
+            )
         kept = inputs[:, : self.max_length]
         last = kept[:, -1:]
         return tf.concat([kept[:, :-1], tf.where(last != PAD_ID, EOS_ID, last)], axis=1)
@@ -95,8 +98,11 @@ def decode_limits(inputs: tf.Tensor, extra_length: int, max_length: int) -> tupl
       (L, the static number of output positions, EOS included; max_lengths
       [B], each sentence's most tokens before EOS, below L). At most
       max_length - 1 tokens come before EOS, so learned position tables are
-      never read past their end.
+      never read past their end; when S is unknown (a SavedModel signature),
+      L is max_length.
     """
-    most_tokens = min(inputs.shape[1] + extra_length, max_length - 1)
+    most_tokens = max_length - 1
+    if inputs.shape[1] is not None:
+        most_tokens = min(inputs.shape[1] + extra_length, most_tokens)
     lengths = tf.reduce_sum(tf.cast(inputs != PAD_ID, tf.int32), axis=1)
     return most_tokens + 1, tf.minimum(lengths + extra_length, most_tokens)

@@ -19,7 +19,10 @@ among the first K that end in EOS become finished hypotheses (so beam size 1
 is greedy search); the best K that do not end stay alive. A sentence is done
 when it has K finished hypotheses, or when no alive beam can beat the N-th
 best finished one even at its longest length (N = the hypotheses the caller
-wants: 1 stops as early as possible), or at its length limit.
+wants: 1 stops as early as possible), or at its length limit. Stopping once
+K hypotheses are finished is fairseq's rule: it makes beam size 1 exactly
+greedy search, at the price that a still-alive beam which could have scored
+better is not followed further (tensor2tensor follows it).
 """
 
 from __future__ import annotations
@@ -87,7 +90,7 @@ def greedy_search(
         tokens = tf.where(finished, PAD_ID, tokens)
         chosen = tf.gather(token_log_probs, tokens, batch_dims=1)
         log_probs += tf.where(finished, 0.0, chosen)
-        ids += _at_position(index, decode_length, ids.dtype) * tokens[:, tf.newaxis]
+        ids += tf.one_hot(index, decode_length, dtype=ids.dtype) * tokens[:, tf.newaxis]
         return index + 1, ids, log_probs, finished | (tokens == EOS_ID), state
 
     def keep_going(index, ids, log_probs, finished, state):
@@ -148,7 +151,7 @@ def beam_search(
         top_log_probs, top_indices = tf.math.top_k(extended, k=2 * beams)  # [B, 2K]
         origins, tokens = top_indices // vocab, top_indices % vocab
         top_ids = tf.gather(alive_ids, origins, batch_dims=1)  # [B, 2K, L]
-        top_ids += _at_position(index, decode_length, tf.int32) * tokens[:, :, tf.newaxis]
+        top_ids += tf.one_hot(index, decode_length, dtype=tf.int32) * tokens[:, :, tf.newaxis]
         ends = tokens == EOS_ID
         # Finished: EOS extensions among the first K, for sentences not done.
         may_finish = tf.logical_and(ends, tf.range(2 * beams) < beams) & ~done[:, tf.newaxis]
@@ -218,8 +221,3 @@ def _previous_tokens(ids: tf.Tensor, index: tf.Tensor) -> tf.Tensor:
     """The tokens at position index - 1 of ids [..., L]; PAD at index 0."""
     previous = tf.gather(ids, tf.maximum(index - 1, 0), axis=-1)
     return tf.where(index > 0, previous, tf.zeros_like(previous))
-
-
-def _at_position(index: tf.Tensor, length: int, dtype: tf.DType) -> tf.Tensor:
-    """[L] one-hot of `index`, to write one position without a scatter."""
-    return tf.one_hot(index, length, dtype=dtype)

@@ -22,6 +22,9 @@ from typing import Any
 import keras
 import tensorflow as tf
 
+from t2t_keras.layers.dropout import replica_seed
+from t2t_keras.layers.masks import MASKED
+
 
 def attention_core(
     query: tf.Tensor,
@@ -49,8 +52,10 @@ def attention_core(
     depth = tf.cast(tf.shape(query)[-1], query.dtype)
     scores = tf.einsum("bhtk,bhsk->bhts", query * tf.math.rsqrt(depth), key)
     scores = tf.cast(scores, tf.float32)
-    if bias is not None:  # Keras may have cast it to the compute dtype.
-        scores += tf.cast(bias, tf.float32)
+    if bias is not None:
+        # Keras may have cast the bias to float16, turning MASKED into -inf; a
+        # row with every key masked must stay finite (uniform), not NaN.
+        scores += tf.maximum(tf.cast(bias, tf.float32), MASKED)
     weights = tf.nn.softmax(scores, axis=-1)
     dropped = weights
     if dropout_rate > 0.0:
@@ -59,8 +64,9 @@ def attention_core(
     return output, (weights if return_weights else None)
 
 
-# One compiled function serves every call; XLA compiles once per input shape.
-_compiled_attention_core = tf.function(attention_core, jit_compile=True)
+# One compiled function serves every call; XLA compiles once per input shape,
+# and relaxed tracing keeps eager callers from re-tracing the Python for each.
+_compiled_attention_core = tf.function(attention_core, jit_compile=True, reduce_retracing=True)
 
 
 class MultiHeadAttention(keras.layers.Layer):
@@ -148,7 +154,7 @@ class MultiHeadAttention(keras.layers.Layer):
         else:
             keys_values = _write_step(cache, self.project_memory(query), cache_index)
         rate = self.dropout if training else 0.0
-        seed = self.seed_generator.next() if rate > 0.0 else None
+        seed = replica_seed(self.seed_generator) if rate > 0.0 else None
         core = _compiled_attention_core if self.use_xla else attention_core
         context, weights = core(
             heads, keys_values["key"], keys_values["value"], bias, rate, seed, return_weights
@@ -177,5 +183,5 @@ def _write_step(
 ) -> dict[str, tf.Tensor]:
     """Writes one position's key and value [B, H, 1, K|V] into cache slot `index`."""
     length = tf.shape(cache["key"])[2]
-    slot = tf.one_hot(index, length, dtype=cache["key"].dtype)[:, tf.newaxis]  # [L, 1]
-    return {name: cache[name] * (1 - slot) + slot * step[name] for name in ("key", "value")}
+    slot = tf.one_hot(index, length, on_value=True, off_value=False)[:, tf.newaxis]  # [L, 1]
+    return {name: tf.where(slot, step[name], cache[name]) for name in ("key", "value")}

@@ -66,22 +66,21 @@ class DecoderLayer(EncoderLayer):
         memory_args = {"cache": cache["memory"]} if cache else {"memory": memory}
         options = {"training": training, "return_weights": return_weights}
         # Masked self-attention block.
-        x, self_extras = self.attention_block.wrap(
-            x, lambda h: self.self_attention(h, bias=self_bias, **self_args, **options), training
-        )
+        h = self.attention_block.sublayer_input(x)
+        self_result = self.self_attention(h, bias=self_bias, **self_args, **options)
+        h = self_result[0] if isinstance(self_result, tuple) else self_result
+        x = self.attention_block(x, h, training=training)
         # Encoder-decoder attention block.
-        x, memory_extras = self.memory_block.wrap(
-            x,
-            lambda h: self.memory_attention(h, bias=memory_bias, **memory_args, **options),
-            training,
-        )
+        h = self.memory_block.sublayer_input(x)
+        memory_result = self.memory_attention(h, bias=memory_bias, **memory_args, **options)
+        h = memory_result[0] if isinstance(memory_result, tuple) else memory_result
+        x = self.memory_block(x, h, training=training)
         # Feed-forward block.
-        x, _ = self.feed_forward_block.wrap(
-            x, lambda h: self.feed_forward(h, training=training), training
-        )
+        h = self.feed_forward(self.feed_forward_block.sublayer_input(x), training=training)
+        x = self.feed_forward_block(x, h, training=training)
         outputs = [x]
         if cache:
-            outputs.append({"self": self_extras[0], "memory": cache["memory"]})
+            outputs.append({"self": self_result[1], "memory": cache["memory"]})
         if return_weights:
-            outputs.append((self_extras[-1], memory_extras[-1]))
+            outputs.append((self_result[-1], memory_result[-1]))
         return tuple(outputs) if len(outputs) > 1 else x

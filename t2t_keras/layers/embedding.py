@@ -31,13 +31,14 @@ class ScaledEmbedding(keras.layers.Layer):
 
     def call(self, ids: tf.Tensor) -> tf.Tensor:
         """[B, T] ids -> [B, T, D] in the compute dtype."""
-        vectors = tf.gather(tf.cast(self.embeddings, self.compute_dtype), ids)
+        vectors = tf.cast(tf.gather(self.embeddings, ids), self.compute_dtype)
         return vectors * tf.cast(self.d_model**0.5, self.compute_dtype)
 
     def project(self, x: tf.Tensor) -> tf.Tensor:
-        """[B, T, D] -> [B, T, vocab] float32 logits."""
-        logits = tf.einsum("btd,vd->btv", x, tf.cast(self.embeddings, self.compute_dtype))
-        return tf.cast(logits, tf.float32)
+        """[B, T, D] -> [B, T, vocab] logits, computed in float32 under mixed precision."""
+        return tf.einsum(
+            "btd,vd->btv", tf.cast(x, tf.float32), tf.cast(self.embeddings, tf.float32)
+        )
 
     def get_config(self) -> dict[str, Any]:
         return {**super().get_config(), "vocab_size": self.vocab_size, "d_model": self.d_model}

@@ -76,18 +76,14 @@ class EncoderLayer(keras.layers.Layer):
     ) -> Any:
         """[B, S, D] with a [B, 1, 1, S] padding bias -> [B, S, D] (and weights)."""
         # Self-attention block.
-        x, extras = self.attention_block.wrap(
-            x,
-            lambda h: self.self_attention(
-                h, bias=bias, training=training, return_weights=return_weights
-            ),
-            training=training,
-        )
+        h = self.attention_block.sublayer_input(x)
+        h = self.self_attention(h, bias=bias, training=training, return_weights=return_weights)
+        h, weights = h if return_weights else (h, None)
+        x = self.attention_block(x, h, training=training)
         # Feed-forward block.
-        x, _ = self.feed_forward_block.wrap(
-            x, lambda h: self.feed_forward(h, training=training), training=training
-        )
-        return (x, extras[0]) if return_weights else x
+        h = self.feed_forward(self.feed_forward_block.sublayer_input(x), training=training)
+        x = self.feed_forward_block(x, h, training=training)
+        return (x, weights) if return_weights else x
 
     def get_config(self) -> dict[str, Any]:
         return {**super().get_config(), **self.config}

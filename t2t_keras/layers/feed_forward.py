@@ -7,6 +7,8 @@ from typing import Any
 import keras
 import tensorflow as tf
 
+from t2t_keras.layers.dropout import Dropout
+
 
 class FeedForward(keras.layers.Layer):
     """Two linear maps with a ReLU between, applied at every position alike.
@@ -26,7 +28,7 @@ class FeedForward(keras.layers.Layer):
             self.d_ff, activation="relu", dtype=self.dtype_policy, name="inner"
         )
         self.inner.build(input_shape)
-        self.dropout = keras.layers.Dropout(self.relu_dropout, dtype=self.dtype_policy)
+        self.dropout = Dropout(self.relu_dropout, dtype=self.dtype_policy)
         self.outer = keras.layers.Dense(input_shape[-1], dtype=self.dtype_policy, name="outer")
         self.outer.build((*input_shape[:-1], self.d_ff))
 

@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import keras
 import tensorflow as tf
 
+from t2t_keras.layers.dropout import Dropout
+
 
 class Residual(keras.layers.Layer):
-    """Wraps a sub-layer with dropout, a residual add and layer norm.
+    """Dropout, residual add and layer norm around one sub-layer.
 
     post (the paper): LayerNorm(x + Dropout(Sublayer(x)));
-    pre: x + Dropout(Sublayer(LayerNorm(x))).
+    pre: x + Dropout(Sublayer(LayerNorm(x))). Use as
+
+        h = block.sublayer_input(x)
+        x = block(x, sublayer(h), training=training)
 
     Args:
       position: "post" or "pre".
@@ -29,27 +33,19 @@ class Residual(keras.layers.Layer):
         self.norm = keras.layers.LayerNormalization(
             epsilon=epsilon, dtype=self.dtype_policy, name="layer_norm"
         )
-        self.dropout = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
+        self.dropout = Dropout(dropout, dtype=self.dtype_policy)
 
-    def build(self, input_shape: Any) -> None:
-        self.norm.build(input_shape)
+    def build(self, x_shape: Any, output_shape: Any = None) -> None:
+        self.norm.build(x_shape)
 
-    def wrap(
-        self, x: tf.Tensor, sublayer: Callable[[tf.Tensor], Any], training: bool = False
-    ) -> tuple[tf.Tensor, Any]:
-        """Applies `sublayer` (which may return (output, extras...)) around x [B, T, D].
+    def sublayer_input(self, x: tf.Tensor) -> tf.Tensor:
+        """What the sub-layer sees: LayerNorm(x) before it (pre), else x."""
+        return self.norm(x) if self.position == "pre" else x
 
-        A method rather than `call`: Keras layers take no callables as inputs.
-
-        Returns:
-          (new x, the sub-layer's extra outputs as a tuple).
-        """
-        result = sublayer(self.norm(x) if self.position == "pre" else x)
-        output, extras = (
-            (result[0], tuple(result[1:])) if isinstance(result, tuple) else (result, ())
-        )
+    def call(self, x: tf.Tensor, output: tf.Tensor, training: bool = False) -> tf.Tensor:
+        """x + Dropout(output), normalized after the add when post-norm: [B, T, D]."""
         x = x + self.dropout(output, training=training)
-        return (self.norm(x) if self.position == "post" else x), extras
+        return self.norm(x) if self.position == "post" else x
 
     def get_config(self) -> dict[str, Any]:
         return {

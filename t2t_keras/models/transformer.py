@@ -16,6 +16,7 @@ import tensorflow as tf
 from t2t_keras import registry
 from t2t_keras.errors import UserError
 from t2t_keras.layers import DecoderLayer, EncoderLayer, LearnedPositions, ScaledEmbedding
+from t2t_keras.layers.dropout import Dropout
 from t2t_keras.layers.masks import causal_bias, padding_bias, step_bias
 from t2t_keras.layers.position import sinusoid
 from t2t_keras.models.transformer_hparams import TransformerHParams
@@ -99,7 +100,7 @@ class Transformer(keras.Model):
                 LearnedPositions(hparams.max_length, d_model, dtype=policy, name=name)
                 for name in ("encoder_positions", "decoder_positions")
             ]
-        self.embedding_dropout = keras.layers.Dropout(hparams.embedding_dropout, dtype=policy)
+        self.embedding_dropout = Dropout(hparams.embedding_dropout, dtype=policy)
 
     def build(self, input_shape: Any = None) -> None:
         """Creates every weight by running the model once on a tiny batch."""

@@ -199,3 +199,28 @@ def test_too_long_inputs_are_truncated_with_a_warning(model, caplog) -> None:
         ids, _ = Decoder(model, beam_size=1)(too_long)
     assert "1 input(s) longer than max_length=24 tokens were truncated" in caplog.text
     assert ids.shape == (1, 1, 24)
+    truncated = Decoder(model)._truncate(
+        tf.constant([[*range(3, 33), EOS_ID], [5] * 20 + [1] + [0] * 10])
+    )
+    assert truncated.shape == (2, 24)
+    assert truncated[0, -1] == EOS_ID and list(truncated[1]) == [5] * 20 + [1, 0, 0, 0]
+
+
+def test_no_warning_when_only_padding_is_cut(model, caplog) -> None:
+    with caplog.at_level(logging.WARNING):
+        Decoder(model)._truncate(tf.constant([[5, 1] + [0] * 30]))
+    assert "truncated" not in caplog.text
+
+
+@pytest.mark.parametrize("beam_size", [1, 3])
+def test_a_signature_of_unknown_shape_decodes_the_same(model, beam_size: int) -> None:
+    """What a SavedModel serving signature needs: [None, None] inputs."""
+    decoder = Decoder(model, beam_size, extra_length=50)
+    signature = [tf.TensorSpec([None, None], tf.int32)]
+    traced = tf.function(decoder._search_ids, input_signature=signature, jit_compile=True)
+    ids, scores = traced(INPUTS)
+    expected_ids, expected_scores = decoder(INPUTS)
+    assert ids.shape[-1] == TINY.max_length  # L is max_length when S is unknown.
+    for sentence in range(INPUTS.shape[0]):
+        assert strip(ids[sentence, 0].numpy()) == strip(expected_ids[sentence, 0].numpy())
+    np.testing.assert_allclose(scores, expected_scores, rtol=1e-5)

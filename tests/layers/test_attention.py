@@ -6,6 +6,7 @@ import numpy as np
 import tensorflow as tf
 
 from t2t_keras.layers import MultiHeadAttention, attention_core
+from t2t_keras.layers.attention import _compiled_attention_core
 from t2t_keras.layers.masks import causal_bias, padding_bias, step_bias
 
 
@@ -44,11 +45,15 @@ def test_core_matches_a_plain_computation() -> None:
 
 def test_xla_and_plain_core_agree() -> None:
     compiled, plain = make_layer(use_xla=True), make_layer(use_xla=False)
-    x = tf.random.normal([2, 5, 8])
+    x = tf.random.normal([2, 7, 8])
+    traces = _compiled_attention_core.experimental_get_tracing_count()
     compiled(x)
-    plain(x)
+    assert _compiled_attention_core.experimental_get_tracing_count() > traces
+    traces = _compiled_attention_core.experimental_get_tracing_count()
+    plain(tf.random.normal([3, 9, 8]))  # A new shape, yet no trace of the compiled core.
+    assert _compiled_attention_core.experimental_get_tracing_count() == traces
     plain.set_weights(compiled.get_weights())
-    bias = causal_bias(5)
+    bias = causal_bias(7)
     np.testing.assert_allclose(compiled(x, bias=bias), plain(x, bias=bias), atol=1e-5)
 
 
@@ -56,7 +61,26 @@ def test_attention_dropout_only_in_training() -> None:
     layer = make_layer(dropout=0.5)
     x = tf.random.normal([2, 5, 8])
     np.testing.assert_array_equal(layer(x), layer(x))
-    assert not np.allclose(layer(x, training=True), layer(x))
+    first, second = layer(x, training=True), layer(x, training=True)
+    assert not np.allclose(first, layer(x)) and not np.allclose(first, second)
+
+
+def test_dropout_applies_to_the_weights() -> None:
+    """Dropped weights are zeroed, kept ones scaled by 1 / (1 - rate)."""
+    q, k, v = (tf.random.normal([1, 1, 6, 4]) for _ in range(3))
+    _, weights = attention_core(q, k, v, None, return_weights=True)
+    seed = tf.constant([1, 2], tf.int64)
+    dropped_output, _ = attention_core(q, k, v, None, 0.5, seed)
+    mask = tf.nn.experimental.stateless_dropout(tf.ones_like(weights), 0.5, seed=seed)
+    expected = np.einsum("bhts,bhsv->bhtv", (weights * mask).numpy(), v.numpy())
+    np.testing.assert_allclose(dropped_output, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_fully_masked_rows_stay_finite_in_float16() -> None:
+    q, k, v = (tf.random.normal([1, 1, 2, 4], dtype=tf.float16) for _ in range(3))
+    bias = tf.cast(padding_bias(tf.constant([[0, 0]])), tf.float16)  # -inf in float16
+    output, _ = attention_core(q, k, v, bias)
+    assert np.all(np.isfinite(output.numpy()))
 
 
 def test_cached_steps_equal_full_causal_attention() -> None:

@@ -144,20 +144,27 @@ def test_dropout_only_when_training() -> None:
 
 
 @pytest.mark.parametrize("policy", ["mixed_bfloat16", "mixed_float16"])
-def test_mixed_precision_trains_and_decodes(policy: str) -> None:
+def test_mixed_precision_trains_and_decodes(model: Transformer, policy: str) -> None:
     from t2t_keras.decoding import Decoder
 
     keras.config.set_dtype_policy(policy)
     try:
-        model = build()
+        mixed = build()
+        mixed.set_weights(model.get_weights())
+        # Close to float32, and finite even for an all-PAD row.
+        padded_inputs = tf.concat([INPUTS, tf.zeros([1, 6], tf.int32)], axis=0)
+        padded_targets = tf.concat([TARGETS, tf.zeros([1, 4], tf.int32)], axis=0)
+        mixed_logits = logits(mixed, padded_inputs, padded_targets)
+        assert np.all(np.isfinite(mixed_logits))
+        np.testing.assert_allclose(mixed_logits[:2], logits(model, INPUTS, TARGETS), atol=0.1)
         with tf.GradientTape() as tape:
-            output = model({"inputs": INPUTS, "targets": TARGETS}, training=True)
+            output = mixed({"inputs": INPUTS, "targets": TARGETS}, training=True)
             loss = tf.reduce_mean(output)
-        gradients = tape.gradient(loss, model.trainable_variables)
+        gradients = tape.gradient(loss, mixed.trainable_variables)
         assert output.dtype == tf.float32
-        assert model.source_embedding.embeddings.dtype == "float32"
+        assert mixed.source_embedding.embeddings.dtype == "float32"
         assert all(g is not None and np.all(np.isfinite(g.numpy())) for g in gradients)
-        ids, scores = Decoder(model, beam_size=2, return_beams=True)(INPUTS)
+        ids, scores = Decoder(mixed, beam_size=2, return_beams=True)(INPUTS)
         assert ids.shape[:2] == (2, 2) and np.all(np.isfinite(scores.numpy()))
     finally:
         keras.config.set_dtype_policy("float32")
