@@ -17,6 +17,7 @@ from t2t_keras.models import TransformerHParams
 
 FLAGS = flags.FLAGS
 _HELP_FLAGS = {"?", "help", "helpfull", "helpshort", "helpxml"}
+_LISTED = " --registry_help lists them."
 
 _HPARAMS_HELP = (
     "Overrides of the hparams set's values: comma-separated name=value, e.g. "
@@ -130,22 +131,22 @@ def unavailable(what: str) -> NoReturn:
     sys.exit(1)
 
 
-def required(flag_name: str, what: str) -> str:
+def required(flag_name: str, what: str, hint: str = "") -> str:
     """The flag's value, or a clear error naming what it must hold."""
     value = FLAGS[flag_name].value
     if not value:
-        fail(f"--{flag_name} is required: {what}. `{_program()} --registry_help` lists them.")
+        fail(f"--{flag_name} is required: {what}.{hint}")
     return value
 
 
 def resolve_hparams() -> HParams:
     """--hparams_set with --hparams applied."""
-    hparams_set = required("hparams_set", "the name of a registered hparams set")
+    hparams_set = required("hparams_set", "the name of a registered hparams set", _LISTED)
     return registry.hparams(hparams_set).override(FLAGS.hparams)
 
 
 def resolve_problem() -> Problem:
-    return registry.problem(required("problem", "the name of a registered problem"))
+    return registry.problem(required("problem", "the name of a registered problem", _LISTED))
 
 
 def print_hparams_help() -> None:

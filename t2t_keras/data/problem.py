@@ -1,18 +1,30 @@
-"""The Problem base class: where a task's data comes from and how it is encoded."""
+"""The Problem base class: where a task's data comes from and how it is batched."""
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
+import tensorflow as tf
+
+from t2t_keras.data import batching, records
+from t2t_keras.data.vocab import Vocabulary
+from t2t_keras.errors import UserError
+
 
 class Problem:
-    """A task: its data source, its vocabulary, its splits and its metrics.
+    """A task: its data source, its vocabularies, its splits and its metrics.
 
     Subclasses are registered with `@registry.register_problem` and looked up
     with `registry.problem(name)`; `<name>_rev` gives the same problem with
-    inputs and targets swapped.
+    inputs and targets swapped, reading the same files.
 
     Args:
       was_reversed: swap inputs and targets (De->En from an En->De problem).
     """
+
+    # Shards written per split; a split with 0 shards is not generated.
+    dataset_splits: dict[str, int] = {"train": 10, "dev": 1, "test": 1}  # noqa: RUF012
 
     def __init__(self, was_reversed: bool = False) -> None:
         self.was_reversed = was_reversed
@@ -20,10 +32,114 @@ class Problem:
     @property
     def name(self) -> str:
         """The registered name, with `_rev` when reversed."""
+        return f"{self.data_name}_rev" if self.was_reversed else self.data_name
+
+    @property
+    def data_name(self) -> str:
+        """The name the files carry: the forward problem's, also when reversed."""
         from t2t_keras import registry  # The registry imports this module.
 
-        base = registry.problem_name(type(self))
-        return f"{base}_rev" if self.was_reversed else base
+        return registry.problem_name(type(self))
 
     def __repr__(self) -> str:
         return f"<problem {self.name}>"
+
+    # What subclasses provide.
+
+    def generate_data(self, data_dir: str, tmp_dir: str) -> None:
+        """Writes the vocabularies and every split's shards into data_dir."""
+        raise NotImplementedError(f"{type(self).__name__} does not generate data.")
+
+    def feature_encoders(self, data_dir: str) -> dict[str, Vocabulary]:
+        """{"inputs": vocabulary, "targets": vocabulary}, as seen by this direction."""
+        raise NotImplementedError(f"{type(self).__name__} has no vocabularies.")
+
+    def eval_metrics(self) -> list[str]:
+        """Names of the metrics that judge this problem's outputs."""
+        return ["bleu"]
+
+    # Reading the data.
+
+    def data_files(self, data_dir: str, split: str) -> list[str]:
+        """The split's shards; a clear error if they are missing or incomplete."""
+        matches = tf.io.gfile.glob(records.split_pattern(data_dir, self.data_name, split))
+        paths = sorted(path for path in matches if re.search(r"-of-\d+$", path))
+        expected = {int(re.search(r"-of-(\d+)$", path).group(1)) for path in paths}
+        if not paths or len(expected) != 1 or len(paths) != expected.pop():
+            what = "no" if not paths else "an incomplete set of"
+            raise UserError(
+                f"data_dir {data_dir} holds {what} {split} shards of problem "
+                f"{self.data_name!r}; generate them with `t2t-datagen "
+                f"--problem={self.data_name} --data_dir={data_dir} --tmp_dir=TMP_DIR`."
+            )
+        return paths
+
+    def dataset(
+        self,
+        split: str,
+        hparams: Any,
+        data_dir: str,
+        shuffle: bool | None = None,
+        repeat: bool | None = None,
+        deterministic: bool = False,
+        seed: int | None = None,
+        input_context: tf.distribute.InputContext | None = None,
+    ) -> tf.data.Dataset:
+        """Batches {"inputs": int32 [B, L], "targets": int32 [B, L]} of the split.
+
+        Training data ("train") drops examples longer than hparams.max_length;
+        other splits cut them to it (keeping EOS). Batches follow
+        hparams.batch_size in tokens, padding counted, with lengths padded to
+        a bounded set of bucket boundaries.
+
+        Args:
+          split: "train", "dev" or "test".
+          hparams: needs batch_size, max_length, min_length_bucket, length_bucket_step.
+          data_dir: where t2t-datagen wrote the shards.
+          shuffle, repeat: default to True for "train", False otherwise.
+          deterministic: fixed order and seeds (for tests and reproducible runs).
+          seed: shuffle seed; defaults to 0 when deterministic.
+          input_context: from `distribute_datasets_from_function`; each input
+            pipeline reads its own subset of the shards.
+        """
+        training = split == "train"
+        shuffle = training if shuffle is None else shuffle
+        repeat = training if repeat is None else repeat
+        seed = 0 if seed is None and deterministic else seed
+        parallel = 1 if deterministic else tf.data.AUTOTUNE
+        files = tf.data.Dataset.from_tensor_slices(self.data_files(data_dir, split))
+        if input_context is not None and input_context.num_input_pipelines > 1:
+            files = files.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+        if shuffle:
+            files = files.shuffle(1024, seed=seed)
+        dataset = files.interleave(
+            tf.data.TFRecordDataset,
+            cycle_length=4,
+            num_parallel_calls=parallel,
+            deterministic=deterministic,
+        )
+        dataset = dataset.map(self._parse, num_parallel_calls=parallel, deterministic=deterministic)
+        if training:
+            dataset = batching.filter_by_length(dataset, hparams.max_length)
+        else:
+            dataset = batching.truncate(dataset, hparams.max_length)
+        if shuffle:
+            dataset = dataset.shuffle(10_000, seed=seed)
+        if repeat:
+            dataset = dataset.repeat()
+        dataset = batching.batch_by_length(
+            dataset,
+            hparams.batch_size,
+            hparams.max_length,
+            hparams.min_length_bucket,
+            hparams.length_bucket_step,
+        )
+        options = tf.data.Options()
+        options.deterministic = deterministic
+        return dataset.with_options(options).prefetch(tf.data.AUTOTUNE)
+
+    def _parse(self, record: tf.Tensor) -> dict[str, tf.Tensor]:
+        features = records.parse_example(record)
+        if self.was_reversed:
+            return {"inputs": features["targets"], "targets": features["inputs"]}
+        return features

@@ -1,0 +1,176 @@
+"""Length-bucketed batching by tokens, the tensor2tensor way, in pure tf.data.
+
+An example of length n (the longer of its inputs and targets) goes to the
+smallest bucket boundary b >= n; its batch holds max(1, batch_size // b)
+examples, and both features are padded with PAD to exactly [B, b]. So every
+batch has B * L <= batch_size tokens, padding counted, and only
+len(boundaries) distinct shapes reach the compiler.
+"""
+
+from __future__ import annotations
+
+import tensorflow as tf
+
+from t2t_keras.data.ids import EOS_ID, PAD_ID
+from t2t_keras.errors import UserError
+
+_FEATURES = ("inputs", "targets")
+
+
+class BatchingError(UserError, ValueError):
+    """Batching settings that cannot work (a ValueError the binaries print cleanly)."""
+
+
+def bucket_boundaries(min_length: int, max_length: int, step: float) -> list[int]:
+    """Bucket lengths from min_length to max_length, each about `step` times the last.
+
+    The rule is tensor2tensor's: b -> max(b + 1, floor(b * step)) while below
+    max_length, then max_length itself closes the list. For example
+    (8, 64, 1.1) -> [8, 9, ..., 20, 22, 24, 26, 28, 30, 33, 36, 39, 42, 46, 50,
+    55, 60, 64].
+
+    Args:
+      min_length: the first boundary, at least 1.
+      max_length: the last boundary, at least min_length.
+      step: growth factor, above 1.
+
+    Returns:
+      Strictly increasing boundaries; the last is exactly max_length.
+    """
+    if min_length < 1:
+        raise BatchingError(f"min_length_bucket={min_length}: it must be at least 1.")
+    if max_length < min_length:
+        raise BatchingError(
+            f"max_length={max_length} is below min_length_bucket={min_length}: "
+            "the bucket boundaries run from min_length_bucket up to max_length."
+        )
+    if step <= 1:
+        raise BatchingError(f"length_bucket_step={step}: it must be above 1.")
+    boundaries = []
+    length = min_length
+    while length < max_length:
+        boundaries.append(length)
+        length = max(length + 1, int(length * step))
+    return [*boundaries, max_length]
+
+
+def example_length(example: dict[str, tf.Tensor]) -> tf.Tensor:
+    """The length an example is bucketed by: the longer of its two sequences.
+
+    Args:
+      example: {"inputs": int32 [S], "targets": int32 [T]}.
+
+    Returns:
+      int32 scalar max(S, T).
+    """
+    return tf.maximum(tf.size(example["inputs"]), tf.size(example["targets"]))
+
+
+def filter_by_length(dataset: tf.data.Dataset, max_length: int) -> tf.data.Dataset:
+    """Drops examples longer than max_length (for training).
+
+    Args:
+      dataset: examples {"inputs": int32 [S], "targets": int32 [T]}.
+      max_length: longest example kept, in tokens.
+
+    Returns:
+      The examples with max(S, T) <= max_length, unchanged and in order.
+    """
+    return dataset.filter(lambda example: example_length(example) <= max_length)
+
+
+def truncate(dataset: tf.data.Dataset, max_length: int) -> tf.data.Dataset:
+    """Cuts both sequences to max_length tokens (for evaluation and decoding).
+
+    A sequence that was cut ends with EOS in place of its last kept token, so
+    it still reads as finished; shorter sequences are left unchanged.
+
+    Args:
+      dataset: examples {"inputs": int32 [S], "targets": int32 [T]}.
+      max_length: longest sequence kept, at least 1.
+
+    Returns:
+      Examples {"inputs": int32 [min(S, max_length)], "targets": int32 [min(T, max_length)]}.
+    """
+    if max_length < 1:
+        raise BatchingError(f"max_length={max_length}: it must be at least 1.")
+
+    def cut(sequence: tf.Tensor) -> tf.Tensor:
+        kept = sequence[:max_length]
+        was_cut = tf.size(sequence) > max_length
+        is_last = tf.range(tf.size(kept)) == max_length - 1
+        return tf.where(was_cut & is_last, tf.constant(EOS_ID, sequence.dtype), kept)
+
+    def cut_example(example: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+        return {**example, **{name: cut(example[name]) for name in _FEATURES}}
+
+    return dataset.map(cut_example, num_parallel_calls=tf.data.AUTOTUNE)
+
+
+def batch_by_length(
+    dataset: tf.data.Dataset,
+    batch_size: int,
+    max_length: int,
+    min_length_bucket: int = 8,
+    length_bucket_step: float = 1.1,
+    drop_remainder: bool = False,
+) -> tf.data.Dataset:
+    """Batches examples of similar length, about batch_size tokens per batch.
+
+    Examples must be at most max_length long (use `filter_by_length` or
+    `truncate` first); a longer one stops the pipeline with an error naming
+    both lengths. When max_length < min_length_bucket there is one bucket,
+    max_length.
+
+    Args:
+      dataset: examples {"inputs": int32 [S], "targets": int32 [T]}, nothing else.
+      batch_size: tokens per batch, padding counted (tensor2tensor's meaning);
+        at least max_length.
+      max_length: longest example, in tokens; the last bucket boundary.
+      min_length_bucket: the first bucket boundary.
+      length_bucket_step: each boundary is about this factor above the last.
+      drop_remainder: drop each bucket's last, incomplete batch.
+
+    Returns:
+      Batches {"inputs": int32 [B, L], "targets": int32 [B, L]}, zero-padded,
+      where L is a bucket boundary and B = max(1, batch_size // L); only the
+      last batch of a bucket may be smaller.
+    """
+    if batch_size < max_length:
+        raise BatchingError(
+            f"batch_size={batch_size} is smaller than max_length={max_length}. batch_size "
+            "counts tokens per batch, padding included (tensor2tensor's meaning), not "
+            "sentences, so it must be at least max_length; e.g. batch_size=4096 for "
+            "max_length=256."
+        )
+    boundaries = bucket_boundaries(
+        min(min_length_bucket, max_length), max_length, length_bucket_step
+    )
+    lengths = tf.constant(boundaries, tf.int32)
+    batch_sizes = tf.constant([max(1, batch_size // length) for length in boundaries], tf.int64)
+
+    def bucket_of(example: dict[str, tf.Tensor]) -> tf.Tensor:
+        length = example_length(example)
+        tf.debugging.assert_less_equal(
+            length,
+            max_length,
+            message=f"An example is longer than max_length={max_length}; "
+            "apply filter_by_length or truncate before batch_by_length.",
+        )
+        # The smallest boundary >= length.
+        return tf.searchsorted(lengths, length[tf.newaxis], out_type=tf.int64)[0]
+
+    def batch_bucket(bucket: tf.Tensor, window: tf.data.Dataset) -> tf.data.Dataset:
+        shape = tf.cast(lengths[bucket], tf.int64)[tf.newaxis]  # [L]
+        return window.padded_batch(
+            batch_sizes[bucket],
+            padded_shapes={name: shape for name in _FEATURES},
+            padding_values={name: tf.constant(PAD_ID, tf.int32) for name in _FEATURES},
+            drop_remainder=drop_remainder,
+        )
+
+    return dataset.group_by_window(
+        key_func=bucket_of,
+        reduce_func=batch_bucket,
+        window_size_func=lambda bucket: batch_sizes[bucket],
+    )

@@ -1,0 +1,189 @@
+"""Text2TextProblem: a problem defined by pairs of strings.
+
+A subclass yields {"inputs": str, "targets": str} from `generate_samples` and
+picks a vocabulary size; the class builds the vocabulary (once), encodes the
+pairs and writes the shards:
+
+    @registry.register_problem
+    class MyCorpus(Text2TextProblem):
+        approx_vocab_size = 2**13
+
+        def generate_samples(self, data_dir, tmp_dir, split):
+            for source, target in read_my_files(tmp_dir, split):
+                yield {"inputs": source, "targets": target}
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+from absl import logging
+
+from t2t_keras.data import records
+from t2t_keras.data.ids import EOS_ID
+from t2t_keras.data.problem import Problem
+from t2t_keras.data.vocab import ByteVocabulary, SentencePieceVocabulary, Vocabulary
+from t2t_keras.errors import UserError
+
+Sample = dict[str, str]
+
+
+class Text2TextProblem(Problem):
+    """Pairs of strings, encoded with SentencePiece (or bytes), in TFRecord shards."""
+
+    # Target vocabulary size; SentencePiece may stop below it on a small corpus.
+    approx_vocab_size: int = 2**15
+    # "bpe" or "unigram" (SentencePiece), or "byte" for algorithmic/character data.
+    vocab_type: str = "bpe"
+    # One vocabulary for inputs and targets (needed for shared embeddings).
+    shared_vocab: bool = True
+    # generate_samples is called per split; otherwise once ("train") and the
+    # samples are dealt to train and dev in proportion to their shard counts.
+    is_generate_per_split: bool = True
+    # Sentences the vocabulary is trained on, at most (the first ones).
+    max_vocab_sentences: int = 1_000_000
+    # Samples with a side longer than this many characters are skipped, counted.
+    max_chars: int = 10_000
+
+    def generate_samples(self, data_dir: str, tmp_dir: str, split: str) -> Iterator[Sample]:
+        """Yields {"inputs": str, "targets": str} for the split."""
+        raise NotImplementedError(f"{type(self).__name__} must define generate_samples.")
+
+    # Vocabularies.
+
+    def vocab_paths(self, data_dir: str) -> dict[str, str]:
+        """Where the SentencePiece models live, per side (forward direction)."""
+        if self.shared_vocab:
+            path = os.path.join(data_dir, f"vocab.{self.data_name}.model")
+            return {"inputs": path, "targets": path}
+        return {
+            side: os.path.join(data_dir, f"vocab.{self.data_name}.{side}.model")
+            for side in ("inputs", "targets")
+        }
+
+    def feature_encoders(self, data_dir: str) -> dict[str, Vocabulary]:
+        """{"inputs", "targets"} vocabularies, swapped for a reversed problem."""
+        encoders = self._forward_encoders(data_dir)
+        if self.was_reversed:
+            return {"inputs": encoders["targets"], "targets": encoders["inputs"]}
+        return encoders
+
+    def _forward_encoders(self, data_dir: str) -> dict[str, Vocabulary]:
+        if self.vocab_type == "byte":
+            return {"inputs": ByteVocabulary(), "targets": ByteVocabulary()}
+        encoders = {}
+        for side, path in self.vocab_paths(data_dir).items():
+            if not os.path.exists(path):
+                raise UserError(
+                    f"The vocabulary {path} of problem {self.data_name!r} is missing; "
+                    f"generate it with `t2t-datagen --problem={self.data_name} "
+                    f"--data_dir={data_dir} --tmp_dir=TMP_DIR`."
+                )
+            encoders[side] = SentencePieceVocabulary.load(path)
+        return encoders
+
+    def _build_vocabularies(self, data_dir: str, tmp_dir: str) -> dict[str, Vocabulary]:
+        """Loads the vocabularies, training those that are not in data_dir yet."""
+        if self.vocab_type == "byte":
+            return self._forward_encoders(data_dir)
+        trained: dict[str, Vocabulary] = {}
+        for side, path in self.vocab_paths(data_dir).items():
+            if path in trained:
+                continue
+            if os.path.exists(path):
+                trained[path] = SentencePieceVocabulary.load(path)
+                continue
+            sides = ("inputs", "targets") if self.shared_vocab else (side,)
+            logging.info("%s: training the %s vocabulary %s", self.data_name, side, path)
+            sentences = (
+                sample[name]
+                for sample in self._samples(data_dir, tmp_dir, "train")
+                for name in sides
+            )
+            trained[path] = SentencePieceVocabulary.train(
+                sentences,
+                path,
+                self.approx_vocab_size,
+                model_type=self.vocab_type,
+                max_sentences=self.max_vocab_sentences,
+            )
+        return {side: trained[path] for side, path in self.vocab_paths(data_dir).items()}
+
+    # Data generation.
+
+    def generate_data(self, data_dir: str, tmp_dir: str) -> None:
+        """Builds the vocabularies and writes the shards of every missing split.
+
+        Idempotent: a split whose shards all exist is left alone, and a run
+        with nothing to do says so.
+        """
+        os.makedirs(data_dir, exist_ok=True)
+        missing = {}
+        for split, count in self.dataset_splits.items():
+            if count > 0 and (self.is_generate_per_split or split in ("train", "dev")):
+                paths = records.shard_paths(data_dir, self.data_name, split, count)
+                if not all(os.path.exists(path) for path in paths):
+                    missing[split] = paths
+        if not missing:
+            logging.info(
+                "%s: every split is already in %s; nothing to do.", self.data_name, data_dir
+            )
+            print(f"{self.data_name}: data already generated in {data_dir}; nothing to do.")
+            return
+        records.remove_incomplete(data_dir, f"{self.data_name}-")
+        vocabularies = self._build_vocabularies(data_dir, tmp_dir)
+        for split, paths in missing.items():
+            encoded = self._encoded(self._samples(data_dir, tmp_dir, split), vocabularies)
+            count = records.write_shards(encoded, paths, f"{self.data_name} {split}")
+            print(f"{self.data_name}: wrote {count} {split} examples to {len(paths)} shard(s).")
+
+    def _encoded(
+        self, samples: Iterator[Sample], vocabularies: dict[str, Vocabulary]
+    ) -> Iterator[dict[str, list[int]]]:
+        for sample in samples:
+            yield {
+                side: [*vocabularies[side].encode(sample[side]), EOS_ID]
+                for side in ("inputs", "targets")
+            }
+
+    def _samples(self, data_dir: str, tmp_dir: str, split: str) -> Iterator[Sample]:
+        """The split's checked samples: empty corpora refused, overlong ones skipped."""
+        if self.is_generate_per_split:
+            source = self.generate_samples(data_dir, tmp_dir, split)
+        else:
+            source = self._dealt(self.generate_samples(data_dir, tmp_dir, "train"), split)
+        count = skipped = 0
+        for sample in source:
+            inputs, targets = sample.get("inputs"), sample.get("targets")
+            if not isinstance(inputs, str) or not isinstance(targets, str):
+                raise UserError(
+                    f"{type(self).__name__}.generate_samples must yield "
+                    f'{{"inputs": str, "targets": str}}, got {sample!r:.200}.'
+                )
+            if max(len(inputs), len(targets)) > self.max_chars:
+                skipped += 1
+                continue
+            count += 1
+            yield sample
+        if skipped:
+            logging.warning(
+                "%s %s: skipped %d sample(s) longer than %d characters.",
+                self.data_name,
+                split,
+                skipped,
+                self.max_chars,
+            )
+        if count == 0:
+            raise UserError(
+                f"Problem {self.data_name!r} produced no {split} samples"
+                f"{f' (all {skipped} were too long)' if skipped else ''}; check its corpus."
+            )
+
+    def _dealt(self, samples: Iterator[Sample], split: str) -> Iterator[Sample]:
+        """Every sample goes to train or dev, in proportion to their shard counts."""
+        train, dev = self.dataset_splits.get("train", 0), self.dataset_splits.get("dev", 0)
+        for index, sample in enumerate(samples):
+            to_dev = index % (train + dev) >= train
+            if (split == "dev") == to_dev:
+                yield sample

@@ -1,0 +1,298 @@
+"""Vocabularies: text <-> ids in Python and in the TensorFlow graph.
+
+Every vocabulary shares the ids of `t2t_keras.data.ids`: 0 = PAD, 1 = EOS,
+2 = UNK. `encode` never appends EOS (callers do); `decode` stops at the first
+EOS and skips PAD. The `tf_*` methods are graph ops, usable inside tf.data and
+an exported SavedModel: a vocabulary is a `tf.Module`, so attaching it to the
+exported module tracks the tokenizer it holds.
+"""
+
+from __future__ import annotations
+
+import abc
+import io
+import itertools
+import os
+import tempfile
+from collections.abc import Iterable, Sequence
+
+import sentencepiece as spm
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+from t2t_keras.data.ids import EOS_ID, PAD_ID, UNK_ID
+
+_MODEL_TYPES = ("bpe", "unigram")
+_TOO_MANY_PIECES = "Vocabulary size too high"
+_NO_SENTENCES = "!sentences_.empty()"
+
+
+class Vocabulary(tf.Module, abc.ABC):
+    """Maps text to ids and back, in Python and in the TensorFlow graph."""
+
+    @property
+    @abc.abstractmethod
+    def vocab_size(self) -> int:
+        """Number of ids, reserved ones included: every id is in [0, vocab_size)."""
+
+    @abc.abstractmethod
+    def encode(self, text: str) -> list[int]:
+        """Encodes one string.
+
+        Args:
+          text: the string.
+
+        Returns:
+          Its ids, without EOS.
+        """
+
+    @abc.abstractmethod
+    def _decode_ids(self, ids: list[int]) -> str:
+        """Decodes ids that hold neither PAD nor EOS."""
+
+    @abc.abstractmethod
+    def tf_encode(self, texts: tf.Tensor) -> tf.RaggedTensor:
+        """Encodes a batch of strings in the graph.
+
+        Args:
+          texts: [B] tf.string.
+
+        Returns:
+          [B, (T)] int32 ids, without EOS.
+        """
+
+    @abc.abstractmethod
+    def _tf_decode_ragged(self, ids: tf.RaggedTensor) -> tf.Tensor:
+        """[B, (T)] int32 ids holding neither PAD nor EOS -> [B] strings."""
+
+    def decode(self, ids: Sequence[int]) -> str:
+        """Decodes one sequence of ids, up to its first EOS, skipping PAD.
+
+        Args:
+          ids: the ids, e.g. a model's output.
+
+        Returns:
+          The text.
+        """
+        kept = []
+        for token in ids:
+            token = int(token)
+            if token == EOS_ID:
+                break
+            if token != PAD_ID:
+                kept.append(token)
+        return self._decode_ids(kept)
+
+    def tf_decode(self, ids: tf.Tensor) -> tf.Tensor:
+        """Decodes a batch of id rows in the graph, each up to its first EOS, skipping PAD.
+
+        Args:
+          ids: [B, T] integer ids (a RaggedTensor [B, (T)] works too).
+
+        Returns:
+          [B] tf.string.
+        """
+        if isinstance(ids, tf.RaggedTensor):
+            ids = ids.to_tensor(default_value=PAD_ID)
+        ids = tf.cast(tf.convert_to_tensor(ids), tf.int32)
+        eos_seen = tf.cumsum(tf.cast(tf.equal(ids, EOS_ID), tf.int32), axis=1)
+        keep = tf.logical_and(tf.equal(eos_seen, 0), tf.not_equal(ids, PAD_ID))
+        return self._tf_decode_ragged(tf.ragged.boolean_mask(ids, keep))
+
+
+class SentencePieceVocabulary(Vocabulary):
+    """A SentencePiece subword model (BPE or unigram) stored in one `.model` file."""
+
+    def __init__(self, model_path: str) -> None:
+        """Loads the model at model_path.
+
+        Args:
+          model_path: a SentencePiece `.model` file with the ids PAD 0, EOS 1, UNK 2.
+        """
+        super().__init__()
+        if not os.path.isfile(model_path):
+            raise FileNotFoundError(f"No SentencePiece model at {model_path}.")
+        with open(model_path, "rb") as model_file:
+            model_proto = model_file.read()
+        try:
+            self._processor = spm.SentencePieceProcessor(model_proto=model_proto)
+        except RuntimeError as error:
+            raise ValueError(f"{model_path} is not a SentencePiece model: {error}") from None
+        reserved = (self._processor.pad_id(), self._processor.eos_id(), self._processor.unk_id())
+        if reserved != (PAD_ID, EOS_ID, UNK_ID):
+            raise ValueError(
+                f"The SentencePiece model {model_path} has PAD, EOS, UNK ids {reserved}; "
+                f"t2t_keras needs {(PAD_ID, EOS_ID, UNK_ID)}. Train it with "
+                "SentencePieceVocabulary.train."
+            )
+        self.model_path = model_path
+        self.tokenizer = tf_text.SentencepieceTokenizer(model=model_proto, out_type=tf.int32)
+
+    @classmethod
+    def load(cls, model_path: str) -> SentencePieceVocabulary:
+        """Loads a model written by `train`.
+
+        Args:
+          model_path: the `.model` file.
+
+        Returns:
+          The vocabulary. A missing file raises FileNotFoundError.
+        """
+        return cls(model_path)
+
+    @classmethod
+    def train(
+        cls,
+        sentences: Iterable[str],
+        model_path: str,
+        vocab_size: int,
+        model_type: str = "bpe",
+        max_sentences: int = 1_000_000,
+        character_coverage: float = 1.0,
+    ) -> SentencePieceVocabulary:
+        """Trains a model on the first max_sentences sentences and writes it atomically.
+
+        Only the first max_sentences items of `sentences` are read (the rest of
+        the iterator is never consumed), so memory is bounded whatever the
+        corpus size; blank ones are skipped. If the sample is too small for
+        vocab_size pieces, training is redone with vocab_size as an upper bound.
+        The model goes to a temporary file beside model_path, then replaces it,
+        so an interrupted run never leaves a partial model at model_path.
+
+        Args:
+          sentences: the training text, one sentence per item.
+          model_path: where the `.model` file goes.
+          vocab_size: pieces wanted, reserved ids included.
+          model_type: "bpe" or "unigram".
+          max_sentences: most sentences to read.
+          character_coverage: share of characters the pieces must cover; the
+            rest become UNK.
+
+        Returns:
+          The trained vocabulary.
+        """
+        if model_type not in _MODEL_TYPES:
+            raise ValueError(
+                f"Unknown SentencePiece model_type {model_type!r}; accepted: {', '.join(_MODEL_TYPES)}."
+            )
+        sample = [text for text in itertools.islice(sentences, max_sentences) if text.strip()]
+        if not sample:
+            raise ValueError(
+                f"No sentences to train the vocabulary on: {model_path} was not written."
+            )
+        options = dict(
+            vocab_size=vocab_size,
+            model_type=model_type,
+            character_coverage=character_coverage,
+            pad_id=PAD_ID,
+            eos_id=EOS_ID,
+            unk_id=UNK_ID,
+            bos_id=-1,
+            num_threads=os.cpu_count() or 1,
+            minloglevel=2,  # SentencePiece logs every step to stderr otherwise.
+        )
+        try:
+            model_proto = _train_model(sample, options)
+        except RuntimeError as error:
+            if _TOO_MANY_PIECES not in str(error):
+                raise _training_error(error, model_path) from None
+            # Small corpus: take as many pieces as it has, up to vocab_size.
+            try:
+                model_proto = _train_model(sample, {**options, "hard_vocab_limit": False})
+            except RuntimeError as retry_error:
+                raise _training_error(retry_error, model_path) from None
+        _write_atomically(model_proto, model_path)
+        return cls(model_path)
+
+    @property
+    def vocab_size(self) -> int:
+        """Number of pieces, PAD, EOS and UNK included."""
+        return self._processor.get_piece_size()
+
+    def encode(self, text: str) -> list[int]:
+        """Encodes one string into piece ids, without EOS."""
+        return self._processor.encode(text, out_type=int)
+
+    def _decode_ids(self, ids: list[int]) -> str:
+        return self._processor.decode(ids)
+
+    def tf_encode(self, texts: tf.Tensor) -> tf.RaggedTensor:
+        """Encodes [B] strings into [B, (T)] int32 piece ids in the graph, without EOS."""
+        return self.tokenizer.tokenize(texts)
+
+    def _tf_decode_ragged(self, ids: tf.RaggedTensor) -> tf.Tensor:
+        return self.tokenizer.detokenize(ids)
+
+
+class ByteVocabulary(Vocabulary):
+    """UTF-8 bytes as ids (byte value + 3), for algorithmic and character-level data."""
+
+    _OFFSET = 3  # PAD, EOS, UNK come first.
+
+    @property
+    def vocab_size(self) -> int:
+        """256 byte values plus PAD, EOS and UNK."""
+        return 256 + self._OFFSET
+
+    def encode(self, text: str) -> list[int]:
+        """Encodes one string into its UTF-8 byte ids (one per byte), without EOS."""
+        return [byte + self._OFFSET for byte in text.encode("utf-8")]
+
+    def _decode_ids(self, ids: list[int]) -> str:
+        # UNK and ids out of range carry no byte; invalid UTF-8 becomes U+FFFD.
+        data = bytes(i - self._OFFSET for i in ids if self._OFFSET <= i < self.vocab_size)
+        return data.decode("utf-8", errors="replace")
+
+    def tf_encode(self, texts: tf.Tensor) -> tf.RaggedTensor:
+        """Encodes [B] strings into [B, (T)] int32 byte ids in the graph, without EOS."""
+        single_bytes = tf.strings.bytes_split(tf.convert_to_tensor(texts, tf.string))
+        values = tf.reshape(tf.io.decode_raw(single_bytes.flat_values, tf.uint8), [-1])
+        return single_bytes.with_flat_values(tf.cast(values, tf.int32) + self._OFFSET)
+
+    def _tf_decode_ragged(self, ids: tf.RaggedTensor) -> tf.Tensor:
+        ids = tf.ragged.boolean_mask(ids, (ids >= self._OFFSET) & (ids < self.vocab_size))
+        byte_strings = tf.constant([bytes([byte]) for byte in range(256)])
+        pieces = ids.with_flat_values(tf.gather(byte_strings, ids.flat_values - self._OFFSET))
+        joined = tf.strings.reduce_join(pieces, axis=1)
+        # The same U+FFFD replacement as Python's errors="replace".
+        return tf.strings.unicode_transcode(
+            joined, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD
+        )
+
+
+def _train_model(sentences: list[str], options: dict) -> bytes:
+    """Runs the SentencePiece trainer on sentences; returns the serialized model."""
+    model_writer = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(sentences), model_writer=model_writer, **options
+    )
+    return model_writer.getvalue()
+
+
+def _training_error(error: RuntimeError, model_path: str) -> ValueError:
+    """A SentencePiece training failure as an error that says what to change."""
+    if _NO_SENTENCES in str(error):
+        return ValueError(
+            f"No sentences to train the vocabulary on: {model_path} was not written "
+            "(SentencePiece skips blank sentences and those over 4192 bytes)."
+        )
+    message = str(error).split("] ", 1)[-1]  # Drop SentencePiece's source location.
+    return ValueError(f"SentencePiece could not train the vocabulary {model_path}: {message}")
+
+
+def _write_atomically(data: bytes, path: str) -> None:
+    """Writes data to a temporary file beside path, then renames it to path."""
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    descriptor, temporary_path = tempfile.mkstemp(
+        dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp"
+    )
+    try:
+        with os.fdopen(descriptor, "wb") as temporary_file:
+            temporary_file.write(data)
+            temporary_file.flush()
+            os.fsync(temporary_file.fileno())
+        os.replace(temporary_path, path)
+    except BaseException:
+        os.remove(temporary_path)
+        raise
