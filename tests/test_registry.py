@@ -12,14 +12,14 @@ from t2t_keras.hparam import HParams
 from t2t_keras.models import TransformerHParams
 
 
-class TranslateEndeWmtBpe37k(Problem):
+class TranslateEndeNewsBpe8k(Problem):
     """A problem class named the way tensor2tensor names them."""
 
 
 @pytest.mark.parametrize(
     ("name", "expected"),
     [
-        ("TranslateEndeWmtBpe37k", "translate_ende_wmt_bpe37k"),
+        ("TranslateEndeNewsBpe8k", "translate_ende_news_bpe8k"),
         ("TranslateEndeWmt32k", "translate_ende_wmt32k"),
         ("ParsingEnglishPtb16k", "parsing_english_ptb16k"),
         ("HTTPServer", "http_server"),
@@ -33,12 +33,12 @@ def test_default_name_is_snake_case(name: str, expected: str) -> None:
 
 
 def test_register_problem_by_class_name(clean_registry: None) -> None:
-    registry.register_problem(TranslateEndeWmtBpe37k)
-    problem = registry.problem("translate_ende_wmt_bpe37k")
-    assert isinstance(problem, TranslateEndeWmtBpe37k)
-    assert problem.name == "translate_ende_wmt_bpe37k"
+    registry.register_problem(TranslateEndeNewsBpe8k)
+    problem = registry.problem("translate_ende_news_bpe8k")
+    assert isinstance(problem, TranslateEndeNewsBpe8k)
+    assert problem.name == "translate_ende_news_bpe8k"
     assert not problem.was_reversed
-    assert "translate_ende_wmt_bpe37k" in registry.list_problems()
+    assert "translate_ende_news_bpe8k" in registry.list_problems()
 
 
 def test_register_with_explicit_names(clean_registry: None) -> None:
@@ -56,11 +56,11 @@ def test_register_with_explicit_names(clean_registry: None) -> None:
 
 
 def test_reversed_problem_swaps_direction(clean_registry: None) -> None:
-    registry.register_problem(TranslateEndeWmtBpe37k)
-    reversed_problem = registry.problem("translate_ende_wmt_bpe37k_rev")
-    assert isinstance(reversed_problem, TranslateEndeWmtBpe37k)
+    registry.register_problem(TranslateEndeNewsBpe8k)
+    reversed_problem = registry.problem("translate_ende_news_bpe8k_rev")
+    assert isinstance(reversed_problem, TranslateEndeNewsBpe8k)
     assert reversed_problem.was_reversed
-    assert reversed_problem.name == "translate_ende_wmt_bpe37k_rev"
+    assert reversed_problem.name == "translate_ende_news_bpe8k_rev"
 
 
 def test_hparams_returns_a_fresh_instance() -> None:
@@ -111,11 +111,11 @@ def test_registering_a_name_twice_raises(clean_registry: None) -> None:
         def transformer_base() -> TransformerHParams:
             return TransformerHParams()
 
-    registry.register_problem(TranslateEndeWmtBpe37k)
+    registry.register_problem(TranslateEndeNewsBpe8k)
     with pytest.raises(registry.DuplicateNameError, match="hparams.transformer"):
         registry.register_hparams("transformer_big")(lambda: TransformerHParams())
     with pytest.raises(registry.DuplicateNameError):
-        registry.register_problem(TranslateEndeWmtBpe37k)
+        registry.register_problem(TranslateEndeNewsBpe8k)
 
 
 def test_unknown_name_lists_close_matches() -> None:

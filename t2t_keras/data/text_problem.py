@@ -50,6 +50,18 @@ class Text2TextProblem(Problem):
         """Yields {"inputs": str, "targets": str} for the split."""
         raise NotImplementedError(f"{type(self).__name__} must define generate_samples.")
 
+    def split_available(self, tmp_dir: str, split: str) -> bool:
+        """False for an optional split whose raw data is absent: it is not generated."""
+        return True
+
+    def vocab_samples(self, data_dir: str, tmp_dir: str) -> Iterator[Sample]:
+        """The samples the vocabulary is trained on (the first max_vocab_sentences count).
+
+        By default the training samples in order; a problem made of several
+        corpora can interleave them so the vocabulary sees each.
+        """
+        return self.generate_samples(data_dir, tmp_dir, "train")
+
     # Vocabularies.
 
     def vocab_paths(self, data_dir: str) -> dict[str, str]:
@@ -98,7 +110,9 @@ class Text2TextProblem(Problem):
             logging.info("%s: training the %s vocabulary %s", self.data_name, side, path)
             sentences = (
                 sample[name]
-                for sample in self._samples(data_dir, tmp_dir, "train")
+                for sample in self._checked(
+                    self.vocab_samples(data_dir, tmp_dir), "train", "vocabulary"
+                )
                 for name in sides
             )
             trained[path] = SentencePieceVocabulary.train(
@@ -121,7 +135,9 @@ class Text2TextProblem(Problem):
         os.makedirs(data_dir, exist_ok=True)
         missing = {}
         for split, count in self.dataset_splits.items():
-            if count > 0 and (self.is_generate_per_split or split in ("train", "dev")):
+            if not self.split_available(tmp_dir, split):
+                logging.info("%s: no raw data for the optional %s split.", self.data_name, split)
+            elif count > 0 and (self.is_generate_per_split or split in ("train", "dev")):
                 paths = records.shard_paths(data_dir, self.data_name, split, count)
                 if not all(os.path.exists(path) for path in paths):
                     missing[split] = paths
@@ -148,12 +164,23 @@ class Text2TextProblem(Problem):
             }
 
     def _samples(self, data_dir: str, tmp_dir: str, split: str) -> Iterator[Sample]:
-        """The split's checked samples: empty corpora refused, overlong ones skipped."""
+        """The split's samples, checked by `_checked`."""
         if self.is_generate_per_split:
             source = self.generate_samples(data_dir, tmp_dir, split)
         else:
             source = self._dealt(self.generate_samples(data_dir, tmp_dir, "train"), split)
-        count = skipped = 0
+        return self._checked(source, split)
+
+    def _checked(self, source: Iterator[Sample], split: str, use: str = "") -> Iterator[Sample]:
+        """Samples of the right type; empty corpora refused, unusable samples skipped.
+
+        `use` labels the log lines, e.g. "vocabulary" for the vocabulary's sample.
+
+        Skipped, with a count in the log: samples with a side longer than
+        max_chars, and training samples with a blank side (common in crawled
+        corpora; they teach nothing).
+        """
+        count, too_long, blank = 0, 0, 0
         for sample in source:
             inputs, targets = sample.get("inputs"), sample.get("targets")
             if not isinstance(inputs, str) or not isinstance(targets, str):
@@ -162,22 +189,26 @@ class Text2TextProblem(Problem):
                     f'{{"inputs": str, "targets": str}}, got {sample!r:.200}.'
                 )
             if max(len(inputs), len(targets)) > self.max_chars:
-                skipped += 1
-                continue
-            count += 1
-            yield sample
-        if skipped:
+                too_long += 1
+            elif split == "train" and not (inputs.strip() and targets.strip()):
+                blank += 1
+            else:
+                count += 1
+                yield sample
+        name = f"{self.data_name} {split}{f' ({use})' if use else ''}"
+        if too_long:
             logging.warning(
-                "%s %s: skipped %d sample(s) longer than %d characters.",
-                self.data_name,
-                split,
-                skipped,
+                "%s: skipped %d sample(s) longer than %d characters.",
+                name,
+                too_long,
                 self.max_chars,
             )
+        if blank:
+            logging.warning("%s: skipped %d sample(s) with a blank side.", name, blank)
         if count == 0:
+            why = f" ({too_long} too long, {blank} blank)" if too_long or blank else ""
             raise UserError(
-                f"Problem {self.data_name!r} produced no {split} samples"
-                f"{f' (all {skipped} were too long)' if skipped else ''}; check its corpus."
+                f"Problem {self.data_name!r} produced no {split} samples{why}; check its corpus."
             )
 
     def _dealt(self, samples: Iterator[Sample], split: str) -> Iterator[Sample]:

@@ -21,10 +21,15 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from t2t_keras.data.ids import EOS_ID, PAD_ID, UNK_ID
+from t2t_keras.errors import UserError
 
 _MODEL_TYPES = ("bpe", "unigram")
 _TOO_MANY_PIECES = "Vocabulary size too high"
 _NO_SENTENCES = "!sentences_.empty()"
+
+
+class VocabularyError(UserError, ValueError):
+    """A vocabulary that cannot be trained or loaded as asked (the binaries print it cleanly)."""
 
 
 class Vocabulary(tf.Module, abc.ABC):
@@ -117,10 +122,10 @@ class SentencePieceVocabulary(Vocabulary):
         try:
             self._processor = spm.SentencePieceProcessor(model_proto=model_proto)
         except RuntimeError as error:
-            raise ValueError(f"{model_path} is not a SentencePiece model: {error}") from None
+            raise VocabularyError(f"{model_path} is not a SentencePiece model: {error}") from None
         reserved = (self._processor.pad_id(), self._processor.eos_id(), self._processor.unk_id())
         if reserved != (PAD_ID, EOS_ID, UNK_ID):
-            raise ValueError(
+            raise VocabularyError(
                 f"The SentencePiece model {model_path} has PAD, EOS, UNK ids {reserved}; "
                 f"t2t_keras needs {(PAD_ID, EOS_ID, UNK_ID)}. Train it with "
                 "SentencePieceVocabulary.train."
@@ -172,12 +177,12 @@ class SentencePieceVocabulary(Vocabulary):
           The trained vocabulary.
         """
         if model_type not in _MODEL_TYPES:
-            raise ValueError(
+            raise VocabularyError(
                 f"Unknown SentencePiece model_type {model_type!r}; accepted: {', '.join(_MODEL_TYPES)}."
             )
         sample = [text for text in itertools.islice(sentences, max_sentences) if text.strip()]
         if not sample:
-            raise ValueError(
+            raise VocabularyError(
                 f"No sentences to train the vocabulary on: {model_path} was not written."
             )
         options = dict(
@@ -269,15 +274,15 @@ def _train_model(sentences: list[str], options: dict) -> bytes:
     return model_writer.getvalue()
 
 
-def _training_error(error: RuntimeError, model_path: str) -> ValueError:
+def _training_error(error: RuntimeError, model_path: str) -> VocabularyError:
     """A SentencePiece training failure as an error that says what to change."""
     if _NO_SENTENCES in str(error):
-        return ValueError(
+        return VocabularyError(
             f"No sentences to train the vocabulary on: {model_path} was not written "
             "(SentencePiece skips blank sentences and those over 4192 bytes)."
         )
     message = str(error).split("] ", 1)[-1]  # Drop SentencePiece's source location.
-    return ValueError(f"SentencePiece could not train the vocabulary {model_path}: {message}")
+    return VocabularyError(f"SentencePiece could not train the vocabulary {model_path}: {message}")
 
 
 def _write_atomically(data: bytes, path: str) -> None:

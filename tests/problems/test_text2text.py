@@ -73,3 +73,24 @@ def test_absurdly_long_lines_are_skipped_and_counted(tmp_path: Path, caplog) -> 
     assert "skipped 1 sample(s) longer than 10000 characters" in caplog.text
     problem = registry.problem("text2text_tmpdir")
     assert records.count_records(problem.data_files(str(data_dir), "train")) == 300
+
+
+def test_test_split_is_optional(tmp_path: Path) -> None:
+    write_corpus(tmp_path / "tmp", "train", PAIRS)
+    write_corpus(tmp_path / "tmp", "dev", PAIRS[:20])
+    data_dir = generate(tmp_path)
+    assert not list(data_dir.glob("text2text_tmpdir-test-*"))
+    write_corpus(tmp_path / "tmp", "test", PAIRS[:10])
+    data_dir = generate(tmp_path)  # Only the new split is written.
+    problem = registry.problem("text2text_tmpdir")
+    assert records.count_records(problem.data_files(str(data_dir), "test")) == 10
+
+
+def test_blank_training_pairs_are_skipped_and_counted(tmp_path: Path, caplog) -> None:
+    write_corpus(tmp_path / "tmp", "train", [*PAIRS, ("", "nur ziel"), ("only source", " ")])
+    write_corpus(tmp_path / "tmp", "dev", PAIRS[:20])
+    with caplog.at_level(logging.WARNING):
+        data_dir = generate(tmp_path)
+    assert "skipped 2 sample(s) with a blank side" in caplog.text
+    problem = registry.problem("text2text_tmpdir")
+    assert records.count_records(problem.data_files(str(data_dir), "train")) == 300
