@@ -6,6 +6,7 @@ import re
 from typing import Any
 
 import tensorflow as tf
+from absl import logging
 
 from t2t_keras.data import batching, records
 from t2t_keras.data.vocab import Vocabulary
@@ -107,21 +108,14 @@ class Problem:
         repeat = training if repeat is None else repeat
         seed = 0 if seed is None and deterministic else seed
         parallel = 1 if deterministic else tf.data.AUTOTUNE
-        files = tf.data.Dataset.from_tensor_slices(self.data_files(data_dir, split))
-        if input_context is not None and input_context.num_input_pipelines > 1:
-            files = files.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
-        if shuffle:
-            files = files.shuffle(1024, seed=seed)
-        dataset = files.interleave(
-            tf.data.TFRecordDataset,
-            cycle_length=4,
-            num_parallel_calls=parallel,
-            deterministic=deterministic,
+        dataset = self._records(
+            self.data_files(data_dir, split), shuffle, seed, deterministic, input_context
         )
         dataset = dataset.map(self._parse, num_parallel_calls=parallel, deterministic=deterministic)
         if training:
             dataset = batching.filter_by_length(dataset, hparams.max_length)
         else:
+            _log_too_long(dataset, f"{self.name} {split}", hparams.max_length)
             dataset = batching.truncate(dataset, hparams.max_length)
         if shuffle:
             dataset = dataset.shuffle(10_000, seed=seed)
@@ -138,8 +132,52 @@ class Problem:
         options.deterministic = deterministic
         return dataset.with_options(options).prefetch(tf.data.AUTOTUNE)
 
+    @staticmethod
+    def _records(
+        paths: list[str],
+        shuffle: bool,
+        seed: int | None,
+        deterministic: bool,
+        input_context: tf.distribute.InputContext | None,
+    ) -> tf.data.Dataset:
+        """The serialized examples of this input pipeline's part of the shards.
+
+        Each pipeline reads whole shards of its own; with fewer shards than
+        pipelines, every pipeline reads all shards in one fixed order and keeps
+        every n-th record, so the parts are still disjoint and cover the data.
+        """
+        pipelines = input_context.num_input_pipelines if input_context else 1
+        pipeline_id = input_context.input_pipeline_id if input_context else 0
+        by_record = pipelines > len(paths)
+        files = tf.data.Dataset.from_tensor_slices(paths)
+        if pipelines > 1 and not by_record:
+            files = files.shard(pipelines, pipeline_id)
+        if shuffle and not by_record:
+            files = files.shuffle(len(paths), seed=seed)
+        serialized = files.interleave(
+            tf.data.TFRecordDataset,
+            cycle_length=4,
+            num_parallel_calls=1 if deterministic else tf.data.AUTOTUNE,
+            deterministic=deterministic or by_record,  # Every pipeline sees the same order.
+        )
+        return serialized.shard(pipelines, pipeline_id) if by_record else serialized
+
     def _parse(self, record: tf.Tensor) -> dict[str, tf.Tensor]:
         features = records.parse_example(record)
         if self.was_reversed:
             return {"inputs": features["targets"], "targets": features["inputs"]}
         return features
+
+
+def _log_too_long(dataset: tf.data.Dataset, what: str, max_length: int) -> None:
+    """Logs how many examples of a finite split are longer than max_length (and will be cut)."""
+    lengths = dataset.map(batching.example_length, num_parallel_calls=tf.data.AUTOTUNE)
+    too_long = int(
+        lengths.reduce(
+            tf.constant(0, tf.int64), lambda n, length: n + tf.cast(length > max_length, tf.int64)
+        )
+    )
+    if too_long:
+        logging.warning(
+            "%s: %d example(s) longer than max_length=%d are cut to it.", what, too_long, max_length
+        )
