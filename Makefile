@@ -2,6 +2,7 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
+DEMO_DIR ?= .demo
 
 .PHONY: demo test lint format clean
 
@@ -17,9 +18,11 @@ $(VENV)/.installed-test: setup.py pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $(VENV)/.installed $@
 
+# The embedded English->German number-words problem: no download needed.
 demo: $(VENV)/.installed
 	$(BIN)/t2t-trainer --registry_help
-	$(BIN)/t2t-trainer --hparams_set=transformer_big --hparams=beam_size=8 --hparams_help
+	$(BIN)/t2t-datagen --problem=translate_number_words_en_de \
+		--data_dir=$(DEMO_DIR)/data --tmp_dir=$(DEMO_DIR)/tmp --show_examples=5
 
 test: $(VENV)/.installed-test lint
 	$(BIN)/pytest
@@ -33,4 +36,4 @@ format: $(VENV)/.installed-test
 	$(BIN)/ruff format .
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(DEMO_DIR) build *.egg-info .pytest_cache .ruff_cache .hypothesis

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from collections.abc import Callable
 from typing import NoReturn
 
@@ -51,6 +52,24 @@ def define_flags(with_model: bool) -> None:
         "Print every hparams field with its meaning and value (those of --hparams_set "
         "with --hparams applied, or the Transformer defaults), then exit.",
     )
+
+
+def define_data_flags() -> None:
+    """--data_dir and --tmp_dir, for the binaries that generate or read a problem's data."""
+    flags.DEFINE_string(
+        "data_dir", None, "Directory of the problem's vocabulary and TFRecord shards."
+    )
+    flags.DEFINE_string(
+        "tmp_dir",
+        os.path.join(tempfile.gettempdir(), "t2t_datagen"),
+        "Directory for downloads and raw corpora; files already there are used as they are.",
+    )
+
+
+def generate_data(problem: Problem) -> None:
+    """Writes the problem's vocabulary and shards into --data_dir (what is missing only)."""
+    data_dir = required("data_dir", "the directory to write the vocabulary and shards to")
+    problem.generate_data(os.path.expanduser(data_dir), os.path.expanduser(FLAGS.tmp_dir))
 
 
 def run(main: Callable[[], int | None]) -> NoReturn:

@@ -1,23 +1,26 @@
 """t2t-datagen: writes a registered problem's vocabulary and TFRecord shards.
 
 t2t-datagen --problem=translate_ende_wmt_bpe37k --data_dir=DATA --tmp_dir=TMP
+
+Downloads what the problem needs into --tmp_dir (files already there are used
+as they are), trains the vocabulary once and writes the shards of every split
+that is missing; a second run does nothing. An interrupted run leaves no shard
+that looks complete.
 """
 
 from __future__ import annotations
-
-import os
-import tempfile
 
 from absl import flags
 
 from t2t_keras.bin import common
 
 common.define_flags(with_model=False)
-flags.DEFINE_string("data_dir", None, "Directory for the vocabulary and TFRecord shards.")
-flags.DEFINE_string(
-    "tmp_dir",
-    os.path.join(tempfile.gettempdir(), "t2t_datagen"),
-    "Directory for downloads and raw corpora (files already there are not downloaded again).",
+common.define_data_flags()
+flags.DEFINE_integer(
+    "show_examples",
+    0,
+    "Then print this many dev examples decoded back to text, to check the data.",
+    lower_bound=0,
 )
 FLAGS = flags.FLAGS
 
@@ -26,8 +29,11 @@ def main() -> int:
     if common.start():
         return 0
     problem = common.resolve_problem()
-    data_dir = common.required("data_dir", "the directory to write the vocabulary and shards to")
-    problem.generate_data(os.path.expanduser(data_dir), os.path.expanduser(FLAGS.tmp_dir))
+    common.generate_data(problem)
+    if FLAGS.show_examples:
+        data_dir = common.required("data_dir", "the data directory")
+        for inputs, targets in problem.text_examples(data_dir, "dev", FLAGS.show_examples):
+            print(f"  {inputs}  ->  {targets}")
     return 0
 
 

@@ -12,7 +12,13 @@ from t2t_keras import registry
 from t2t_keras.bin import common
 
 common.define_flags(with_model=True)
-flags.DEFINE_string("data_dir", None, "Directory of the problem's TFRecords and vocabulary.")
+common.define_data_flags()
+flags.DEFINE_bool(
+    "generate_data",
+    False,
+    "First generate the problem's data into --data_dir (as t2t-datagen does; what is "
+    "already there is kept).",
+)
 flags.DEFINE_string("output_dir", None, "Directory for checkpoints, hparams.json and summaries.")
 FLAGS = flags.FLAGS
 
@@ -20,9 +26,11 @@ FLAGS = flags.FLAGS
 def main() -> int:
     if common.start():
         return 0
-    common.resolve_problem()
+    problem = common.resolve_problem()
     common.resolve_hparams()
     registry.model(FLAGS.model)
+    if FLAGS.generate_data:
+        common.generate_data(problem)
     common.unavailable("training")
 
 

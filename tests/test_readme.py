@@ -1,4 +1,4 @@
-"""The README's --t2t_usr_dir example works as written."""
+"""The README's examples work as written."""
 
 from __future__ import annotations
 
@@ -24,11 +24,20 @@ def test_readme_starts_with_the_two_commands() -> None:
     assert first_block.startswith("make demo") and "\nmake test" in first_block
 
 
+def write_tsv(path: Path, count: int) -> None:
+    """English-German pairs, one tab-separated pair per line."""
+    path.parent.mkdir(exist_ok=True)
+    lines = [f"house number {i}\tHaus Nummer {i}\n" for i in range(count)]
+    path.write_text("".join(lines), encoding="utf-8")
+
+
 def test_usr_dir_example(tmp_path: Path) -> None:
     (source,) = [block for block in code_blocks("python") if block.startswith("# my_t2t/")]
     package_file = tmp_path / source.splitlines()[0].removeprefix("# ")
     package_file.parent.mkdir()
     package_file.write_text(source)
+    write_tsv(tmp_path / "raw" / "train.tsv", 400)
+    write_tsv(tmp_path / "raw" / "dev.tsv", 40)
     (commands,) = [block for block in code_blocks("sh") if "--t2t_usr_dir=my_t2t" in block]
     outputs = []
     for line in commands.strip().splitlines():
@@ -39,11 +48,26 @@ def test_usr_dir_example(tmp_path: Path) -> None:
         )
         assert result.returncode == 0, result.stderr
         outputs.append(result.stdout)
-    listing, hparams_help = outputs
+    listing, hparams_help, datagen = outputs
     assert re.search(r"\n  my_corpus +English-German pairs", listing)
     assert re.search(r"\n  transformer_base_my_corpus +Base with more dropout", listing)
     assert "  dropout = 0.3 (float):" in hparams_help
     assert "  max_length = 128 (int):" in hparams_help
+    assert "wrote 400 train examples to 10 shard(s)" in datagen
+    assert (tmp_path / "data" / "vocab.my_corpus.model").exists()
+
+    (example,) = [
+        block for block in code_blocks("python") if block.startswith("# example: batches")
+    ]
+    result = subprocess.run(
+        [sys.executable, "-c", example], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    shapes = re.findall(r"^\(\d+, \d+\) \(\d+, \d+\)$", result.stdout, flags=re.MULTILINE)
+    assert len(shapes) == 2
+    for line in shapes:
+        rows, length = map(int, re.findall(r"\d+", line)[:2])
+        assert rows * length <= 4096
 
 
 def test_model_example_runs() -> None:

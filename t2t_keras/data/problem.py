@@ -24,8 +24,9 @@ class Problem:
       was_reversed: swap inputs and targets (De->En from an En->De problem).
     """
 
-    # Shards written per split; a split with 0 shards is not generated.
-    dataset_splits: dict[str, int] = {"train": 10, "dev": 1, "test": 1}  # noqa: RUF012
+    # Shards written per split; a split with 0 shards is not generated. Add
+    # "test" for problems that have a test set.
+    dataset_splits: dict[str, int] = {"train": 10, "dev": 1}  # noqa: RUF012
 
     def __init__(self, was_reversed: bool = False) -> None:
         self.was_reversed = was_reversed
@@ -74,6 +75,15 @@ class Problem:
                 f"--problem={self.data_name} --data_dir={data_dir} --tmp_dir=TMP_DIR`."
             )
         return paths
+
+    def text_examples(self, data_dir: str, split: str, count: int) -> list[tuple[str, str]]:
+        """The split's first `count` examples decoded back to text, as (inputs, targets)."""
+        encoders = self.feature_encoders(data_dir)
+        dataset = tf.data.TFRecordDataset(self.data_files(data_dir, split)).take(count)
+        return [
+            tuple(encoders[side].decode(example[side].numpy()) for side in ("inputs", "targets"))
+            for example in dataset.map(self._parse)
+        ]
 
     def dataset(
         self,

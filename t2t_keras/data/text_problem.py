@@ -15,6 +15,7 @@ pairs and writes the shards:
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections.abc import Iterator
 
@@ -25,6 +26,7 @@ from t2t_keras.data.ids import EOS_ID
 from t2t_keras.data.problem import Problem
 from t2t_keras.data.vocab import ByteVocabulary, SentencePieceVocabulary, Vocabulary
 from t2t_keras.errors import UserError
+from t2t_keras.usr_dir import error_location
 
 Sample = dict[str, str]
 
@@ -142,9 +144,6 @@ class Text2TextProblem(Problem):
                 if not all(os.path.exists(path) for path in paths):
                     missing[split] = paths
         if not missing:
-            logging.info(
-                "%s: every split is already in %s; nothing to do.", self.data_name, data_dir
-            )
             print(f"{self.data_name}: data already generated in {data_dir}; nothing to do.")
             return
         records.remove_incomplete(data_dir, f"{self.data_name}-")
@@ -181,7 +180,7 @@ class Text2TextProblem(Problem):
         corpora; they teach nothing).
         """
         count, too_long, blank = 0, 0, 0
-        for sample in source:
+        for sample in self._reported(source, split):
             inputs, targets = sample.get("inputs"), sample.get("targets")
             if not isinstance(inputs, str) or not isinstance(targets, str):
                 raise UserError(
@@ -210,6 +209,17 @@ class Text2TextProblem(Problem):
             raise UserError(
                 f"Problem {self.data_name!r} produced no {split} samples{why}; check its corpus."
             )
+
+    def _reported(self, source: Iterator[Sample], split: str) -> Iterator[Sample]:
+        """The samples; a file the problem cannot read becomes a UserError naming it."""
+        try:
+            yield from source
+        except (OSError, UnicodeError) as error:
+            where = error_location(error, inspect.getsourcefile(type(self)) or "")
+            raise UserError(
+                f"Problem {self.data_name!r} could not read its {split} data: "
+                f"{type(error).__name__}: {error}{where}."
+            ) from error
 
     def _dealt(self, samples: Iterator[Sample], split: str) -> Iterator[Sample]:
         """Every sample goes to train or dev, in proportion to their shard counts."""

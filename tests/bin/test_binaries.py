@@ -157,3 +157,59 @@ def test_usr_dir_registrations_are_listed(tmp_path: Path) -> None:
         "--hparams_help",
     )
     assert "  warmup_steps = 8000 (int):" in shown.stdout
+
+
+def test_trainer_generate_data_is_datagen(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    trainer = run(
+        "t2t-trainer",
+        "--problem=algorithmic_reverse_decimal",
+        "--hparams_set=transformer_tiny",
+        "--generate_data",
+        f"--data_dir={data_dir}",
+    )
+    assert "wrote 20000 train examples to 2 shard(s)" in trainer.stdout, trainer.stderr
+    assert "training is not available" in trainer.stderr
+    datagen = run(
+        "t2t-datagen",
+        "--problem=algorithmic_reverse_decimal",
+        f"--data_dir={data_dir}",
+        "--show_examples=3",
+    )
+    assert datagen.returncode == 0, datagen.stderr
+    assert "nothing to do" in datagen.stdout
+    shown = re.findall(r"^  (\d+)  ->  (\d+)$", datagen.stdout, flags=re.MULTILINE)
+    assert len(shown) == 3 and all(target == source[::-1] for source, target in shown)
+
+
+def test_a_file_the_users_problem_cannot_read_exits_2(tmp_path: Path) -> None:
+    package = tmp_path / "my_file_corpus"
+    package.mkdir()
+    (package / "__init__.py").write_text(
+        textwrap.dedent(
+            """
+            import os
+            from t2t_keras import registry
+            from t2t_keras.data import Text2TextProblem
+
+            @registry.register_problem
+            class MyFileCorpus(Text2TextProblem):
+                def generate_samples(self, data_dir, tmp_dir, split):
+                    with open(os.path.join(tmp_dir, split + ".tsv")) as lines:
+                        yield from ({"inputs": line, "targets": line} for line in lines)
+            """
+        )
+    )
+    result = run(
+        "t2t-datagen",
+        f"--t2t_usr_dir={package}",
+        "--problem=my_file_corpus",
+        f"--data_dir={tmp_path / 'data'}",
+        f"--tmp_dir={tmp_path / 'raw'}",
+    )
+    assert_user_error(
+        result,
+        "'my_file_corpus' could not read its train data: FileNotFoundError",
+        "train.tsv",
+        f"{package / '__init__.py'}, line 9",
+    )
