@@ -56,6 +56,14 @@ class Problem:
         """{"inputs": vocabulary, "targets": vocabulary}, as seen by this direction."""
         raise NotImplementedError(f"{type(self).__name__} has no vocabularies.")
 
+    def max_length(self, hparams: Any) -> int:
+        """The longest example in tokens: training drops longer ones, other splits cut them.
+
+        hparams.max_length by default; a problem whose sequences are known to
+        be shorter (or must be) can say so here.
+        """
+        return hparams.max_length
+
     def eval_metrics(self) -> list[str]:
         """Names of the metrics that judge this problem's outputs."""
         return ["bleu"]
@@ -98,8 +106,8 @@ class Problem:
     ) -> tf.data.Dataset:
         """Batches {"inputs": int32 [B, L], "targets": int32 [B, L]} of the split.
 
-        Training data ("train") drops examples longer than hparams.max_length;
-        other splits cut them to it (keeping EOS). Batches follow
+        Training data ("train") drops examples longer than `max_length(hparams)`;
+        other splits cut them to it (keeping EOS) and log how many. Batches follow
         hparams.batch_size in tokens, padding counted, with lengths padded to
         a bounded set of bucket boundaries.
 
@@ -114,6 +122,7 @@ class Problem:
             pipeline reads its own subset of the shards.
         """
         training = split == "train"
+        max_length = self.max_length(hparams)
         shuffle = training if shuffle is None else shuffle
         repeat = training if repeat is None else repeat
         seed = 0 if seed is None and deterministic else seed
@@ -123,10 +132,10 @@ class Problem:
         )
         dataset = dataset.map(self._parse, num_parallel_calls=parallel, deterministic=deterministic)
         if training:
-            dataset = batching.filter_by_length(dataset, hparams.max_length)
+            dataset = batching.filter_by_length(dataset, max_length)
         else:
-            _log_too_long(dataset, f"{self.name} {split}", hparams.max_length)
-            dataset = batching.truncate(dataset, hparams.max_length)
+            _log_too_long(dataset, f"{self.name} {split}", max_length)
+            dataset = batching.truncate(dataset, max_length)
         if shuffle:
             dataset = dataset.shuffle(10_000, seed=seed)
         if repeat:
@@ -134,7 +143,7 @@ class Problem:
         dataset = batching.batch_by_length(
             dataset,
             hparams.batch_size,
-            hparams.max_length,
+            max_length,
             hparams.min_length_bucket,
             hparams.length_bucket_step,
         )

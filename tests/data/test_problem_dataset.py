@@ -80,3 +80,15 @@ def test_train_drops_long_examples(data_dir: str) -> None:
     # Samples 0..79 lose 5 of every 20; samples 80..89 are 1..10 characters long.
     assert len(texts) == 70
     assert max(len(text) for text in texts) == 15
+
+
+def test_a_problem_can_set_its_own_max_length(data_dir: str) -> None:
+    class ShortLengths(Lengths):
+        data_name = "lengths"  # Reads the registered problem's files.
+
+        def max_length(self, hparams: TransformerHParams) -> int:
+            return 8
+
+    problem = ShortLengths()
+    texts = decoded_inputs(problem.dataset("dev", HPARAMS, data_dir, deterministic=True))
+    assert max(len(text) for text in texts) == 7
