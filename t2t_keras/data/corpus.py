@@ -22,6 +22,7 @@ from typing import BinaryIO
 
 from absl import logging
 
+from t2t_keras.data.records import INCOMPLETE
 from t2t_keras.errors import UserError
 
 _CHUNK_BYTES = 1 << 20
@@ -32,7 +33,7 @@ _SEGMENT = re.compile(r"<seg[^>]*>(.*)</seg>", re.IGNORECASE)
 @contextlib.contextmanager
 def _written_whole(path: str) -> Iterator[BinaryIO]:
     """A file to write path's content into; it becomes path only if the block ends well."""
-    partial = f"{path}.incomplete"
+    partial = path + INCOMPLETE
     try:
         with open(partial, "wb") as out:
             yield out
