@@ -33,7 +33,11 @@ class DecoderLayer(EncoderLayer):
             name="memory_attention",
         )
         self.memory_block = Residual(
-            config["norm_position"], config["dropout"], config["norm_epsilon"], dtype=policy
+            config["norm_position"],
+            config["dropout"],
+            config["norm_epsilon"],
+            dtype=policy,
+            name="memory_attention_block",
         )
 
     def build(self, x_shape: Any, memory_shape: Any = None) -> None:

@@ -62,8 +62,13 @@ class EncoderLayer(keras.layers.Layer):
             name="self_attention",
         )
         self.feed_forward = FeedForward(d_ff, relu_dropout, dtype=policy, name="feed_forward")
-        self.attention_block = Residual(norm_position, dropout, norm_epsilon, dtype=policy)
-        self.feed_forward_block = Residual(norm_position, dropout, norm_epsilon, dtype=policy)
+        # Named, so weight paths (and checkpoint keys) do not depend on creation order.
+        self.attention_block = Residual(
+            norm_position, dropout, norm_epsilon, dtype=policy, name="self_attention_block"
+        )
+        self.feed_forward_block = Residual(
+            norm_position, dropout, norm_epsilon, dtype=policy, name="feed_forward_block"
+        )
 
     def build(self, input_shape: Any) -> None:
         for layer in (self.self_attention, self.feed_forward):
