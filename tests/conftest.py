@@ -1,4 +1,7 @@
-"""Shared fixtures: a registry restored after each test, user packages on disk."""
+"""Shared fixtures: a registry restored after each test, user packages on disk.
+
+The CPU is split into two logical devices for the whole session.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +14,11 @@ from pathlib import Path
 import pytest
 
 from t2t_keras import registry
+from t2t_keras.training import split_cpu
+
+# Two logical CPU devices, so MirroredStrategy is tested for real; this must
+# happen before TensorFlow initializes its devices.
+split_cpu(2)
 
 _package_numbers = itertools.count()
 
