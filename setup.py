@@ -43,6 +43,7 @@ setup(
         "sacrebleu>=2.4",
         "absl-py>=2.1",
         "sentencepiece>=0.2",
+        "tensorboard>=2.20",
     ],
     extras_require={
         "test": ["pytest>=8", "hypothesis>=6.100", "ruff==0.17.6"],

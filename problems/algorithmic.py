@@ -21,6 +21,10 @@ class AlgorithmicProblem(Text2TextProblem):
     num_samples = {"train": 20_000, "dev": 1_000, "test": 1_000}  # noqa: RUF012
     dataset_splits = {"train": 2, "dev": 1, "test": 1}  # noqa: RUF012
 
+    def eval_metrics(self) -> list[str]:
+        """Outputs are digit strings: an output is right or wrong as a whole."""
+        return ["exact_match"]
+
     def sample(self, rng: random.Random) -> Sample:
         raise NotImplementedError
 

@@ -114,6 +114,10 @@ class TranslateNumberWordsEnDe(Text2TextProblem):
     num_samples = {"train": 20_000, "dev": 500, "test": 500}  # noqa: RUF012
     dataset_splits = {"train": 2, "dev": 1, "test": 1}  # noqa: RUF012
 
+    def eval_metrics(self) -> list[str]:
+        """Most outputs are one or two words: BLEU says little, whole-output matches do."""
+        return ["exact_match"]
+
     def generate_samples(self, data_dir: str, tmp_dir: str, split: str) -> Iterator[Sample]:
         rng = random.Random(f"{self.data_name}/{split}")
         for _ in range(self.num_samples[split]):

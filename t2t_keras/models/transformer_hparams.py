@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Literal
+from typing import ClassVar, Literal
 
 from t2t_keras.hparam import HParams
 
@@ -14,6 +14,22 @@ class TransformerHParams(HParams):
 
     Defaults are "Attention Is All You Need", base model, WMT14 En-De.
     """
+
+    # The fields that set the weights' shapes: a checkpoint resumes only with the same.
+    shape_fields: ClassVar[tuple[str, ...]] = (
+        "vocab_size",
+        "num_encoder_layers",
+        "num_decoder_layers",
+        "d_model",
+        "d_ff",
+        "num_heads",
+        "d_k",
+        "d_v",
+        "layer_norm_position",
+        "position_encoding",
+        "shared_embeddings",
+        "tie_target_embeddings",
+    )
 
     # Model shape.
 

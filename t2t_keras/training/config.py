@@ -1,0 +1,69 @@
+"""How a training run is driven: steps, checkpoints, evaluation, devices, precision."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from t2t_keras.errors import UserError
+
+XLA_MODES = ("attention", "full", "off")
+PRECISIONS = ("off", "fp16", "bf16")
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+    """The run's settings (t2t-trainer's flags); the model's are in the hparams."""
+
+    # Train until the global step reaches this.
+    train_steps: int = 250_000
+    # Dev batches per evaluation; 0 = the whole dev split.
+    eval_steps: int = 100
+    # Evaluate every this many steps (and at the end); 0 = only at the end.
+    eval_every_steps: int = 1000
+    # Dev sentences decoded with beam search for BLEU at each evaluation; 0 = no BLEU.
+    eval_bleu_examples: int = 100
+    # Save a checkpoint every this many steps; 0 = by time only.
+    save_checkpoints_steps: int = 1000
+    # Also save when this many seconds passed since the last save; 0 = by steps only.
+    save_checkpoints_secs: int = 0
+    # Checkpoints kept (the newest).
+    keep_checkpoint_max: int = 20
+    # Print a progress line and write summaries every this many steps.
+    log_every_steps: int = 100
+    # Seed of weight initialization, dropout and shuffling; None = random.
+    random_seed: int | None = None
+    # Deterministic ops and input order (slower).
+    deterministic: bool = False
+    # "attention": XLA-compiled attention cores; "full": the whole replica step
+    # compiled; "off": no XLA.
+    xla: str = "attention"
+    # "off": float32; "fp16": mixed float16 with dynamic loss scaling; "bf16": mixed bfloat16.
+    mixed_precision: str = "off"
+    # Trace these steps (first, last) with the TensorFlow profiler into output_dir/profile.
+    profile_steps: tuple[int, int] | None = None
+    # Stop after this much wall time (a benchmark's budget); None = no limit.
+    max_seconds: float | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("train_steps", "keep_checkpoint_max", "log_every_steps"):
+            _require(getattr(self, name) >= 1, name, "at least 1")
+        for name in (
+            "eval_steps",
+            "eval_every_steps",
+            "eval_bleu_examples",
+            "save_checkpoints_steps",
+            "save_checkpoints_secs",
+        ):
+            _require(getattr(self, name) >= 0, name, "0 or more")
+        _require(self.xla in XLA_MODES, "xla", " or ".join(XLA_MODES))
+        _require(self.mixed_precision in PRECISIONS, "mixed_precision", " or ".join(PRECISIONS))
+        if self.profile_steps is not None:
+            first, last = self.profile_steps
+            _require(
+                1 <= first <= last, "profile_steps", "two steps FIRST,LAST with 1 <= FIRST <= LAST"
+            )
+
+
+def _require(condition: bool, name: str, expected: str) -> None:
+    if not condition:
+        raise UserError(f"--{name} must be {expected}.")

@@ -1,0 +1,129 @@
+"""Evaluation while training: dev loss, per-token accuracy, perplexity, and real BLEU.
+
+BLEU here is what a user would report: a fixed subset of dev sentences decoded
+with the cached beam search, detokenized by the vocabulary, scored by
+sacreBLEU against the references (not tensor2tensor's approx_bleu on
+teacher-forced argmax).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import sacrebleu
+import tensorflow as tf
+
+from t2t_keras.data.ids import EOS_ID, PAD_ID
+from t2t_keras.data.problem import Problem
+from t2t_keras.decoding.decoder import Decoder
+from t2t_keras.training.loss import correct_tokens, smoothed_cross_entropy_sum
+
+
+class Evaluator:
+    """Scores a model on a problem's dev split; reuses its compiled functions.
+
+    Args:
+      model: a built Transformer.
+      problem: the problem trained on.
+      hparams: the hparams trained with (batching, decoding).
+      data_dir: where the dev shards are.
+      max_batches: dev batches for loss and accuracy; 0 = the whole split.
+      bleu_examples: dev sentences decoded for the problem's output metrics
+        ("bleu", "exact_match"); 0 = none.
+      jit_compile: XLA-compile the beam search.
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        problem: Problem,
+        hparams: Any,
+        data_dir: str,
+        max_batches: int = 0,
+        bleu_examples: int = 0,
+        jit_compile: bool = True,
+    ) -> None:
+        self.model = model
+        self.problem = problem
+        self.hparams = hparams
+        self.data_dir = data_dir
+        self.max_batches = max_batches
+        self.output_metrics = [m for m in problem.eval_metrics() if m in _OUTPUT_METRICS]
+        self.bleu_examples = bleu_examples if self.output_metrics else 0
+        self.decoder = Decoder(model, jit_compile=jit_compile) if self.bleu_examples else None
+        self._sums = tf.function(self._batch_sums, reduce_retracing=True)
+        self._dataset = None
+        self._bleu_inputs: list[np.ndarray] = []
+        self._references: list[str] = []
+
+    def __call__(self) -> dict[str, float]:
+        """{"loss", "accuracy", "perplexity"} and the problem's output metrics."""
+        metrics = self.token_metrics()
+        if self.bleu_examples:
+            hypotheses = self.decode_subset()
+            for name in self.output_metrics:
+                metrics[name] = _OUTPUT_METRICS[name](hypotheses, self._references)
+        return metrics
+
+    def token_metrics(self) -> dict[str, float]:
+        """Cross-entropy per target token (no smoothing), its exp, and argmax accuracy."""
+        if self._dataset is None:
+            self._dataset = self.problem.dataset("dev", self.hparams, self.data_dir)
+        dataset = self._dataset.take(self.max_batches) if self.max_batches else self._dataset
+        totals = np.zeros(3)
+        for batch in dataset:
+            totals += [float(value) for value in self._sums(batch)]
+        loss_sum, correct, tokens = totals
+        tokens = max(tokens, 1.0)
+        loss = loss_sum / tokens
+        return {
+            "loss": loss,
+            "accuracy": correct / tokens,
+            "perplexity": math.exp(min(loss, 700.0)),
+        }
+
+    def _batch_sums(self, batch: dict[str, tf.Tensor]) -> tuple[tf.Tensor, ...]:
+        logits = self.model(batch, training=False)
+        loss_sum, tokens = smoothed_cross_entropy_sum(logits, batch["targets"], 0.0)
+        return loss_sum, correct_tokens(logits, batch["targets"]), tokens
+
+    def decode_subset(self) -> list[str]:
+        """The first bleu_examples dev sentences decoded with the model's beam search."""
+        encoders = self.problem.feature_encoders(self.data_dir)
+        if not self._references:
+            pairs = self.problem.text_examples(self.data_dir, "dev", self.bleu_examples)
+            self._references = [target for _, target in pairs]
+            self._bleu_inputs = _padded_batches(
+                [[*encoders["inputs"].encode(source), EOS_ID] for source, _ in pairs], 32
+            )
+        hypotheses = []
+        for inputs in self._bleu_inputs:
+            ids, _ = self.decoder(inputs)
+            hypotheses += [encoders["targets"].decode(row[0]) for row in ids.numpy()]
+        return hypotheses
+
+
+def bleu(hypotheses: list[str], references: list[str]) -> float:
+    """sacreBLEU: cased, detokenized, 13a tokenization."""
+    return sacrebleu.corpus_bleu(hypotheses, [references]).score
+
+
+def exact_match(hypotheses: list[str], references: list[str]) -> float:
+    """The fraction of outputs identical to their reference."""
+    same = sum(h == r for h, r in zip(hypotheses, references, strict=True))
+    return same / max(len(references), 1)
+
+
+_OUTPUT_METRICS = {"bleu": bleu, "exact_match": exact_match}
+
+
+def _padded_batches(rows: list[list[int]], batch_size: int) -> list[np.ndarray]:
+    """Id rows in batches of batch_size, each padded to its longest row (input order kept)."""
+    batches = []
+    for start in range(0, len(rows), batch_size):
+        chunk = rows[start : start + batch_size]
+        width = max(len(row) for row in chunk)
+        batches.append(np.array([row + [PAD_ID] * (width - len(row)) for row in chunk], np.int32))
+    return batches

@@ -1,0 +1,220 @@
+"""The training loop: one function from a problem and hparams to checkpoints in output_dir."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import time
+from typing import Any
+
+import keras
+import tensorflow as tf
+from absl import logging
+
+from t2t_keras.data.problem import Problem
+from t2t_keras.errors import UserError
+from t2t_keras.hparam import HParams
+from t2t_keras.training import run_dir
+from t2t_keras.training.checkpoints import CheckpointSaver, build_model, make_checkpoint
+from t2t_keras.training.config import TrainConfig
+from t2t_keras.training.evaluation import Evaluator
+from t2t_keras.training.optimizers import optimizer_from_hparams
+from t2t_keras.training.progress import Progress
+from t2t_keras.training.step import TrainStep
+from t2t_keras.training.strategies import is_chief, worker_id
+
+_POLICIES = {"off": "float32", "fp16": "mixed_float16", "bf16": "mixed_bfloat16"}
+
+
+@dataclasses.dataclass
+class TrainResult:
+    """What a training run ended with."""
+
+    # The trained model (on every worker).
+    model: keras.Model
+    # The global step training started (or resumed) from, and ended at.
+    first_step: int
+    step: int
+    # Wall time of the loop, and source + target tokens per second over it.
+    seconds: float = 0.0
+    tokens_per_second: float = 0.0
+    # The final checkpoint's path (None on workers other than the chief).
+    checkpoint: str | None = None
+    # The last dev metrics (chief only).
+    eval: dict[str, float] = dataclasses.field(default_factory=dict)
+
+
+def train(
+    problem: Problem,
+    model_name: str,
+    hparams: HParams,
+    data_dir: str,
+    output_dir: str,
+    strategy: tf.distribute.Strategy,
+    config: TrainConfig,
+) -> TrainResult:
+    """Trains (or resumes training) until config.train_steps (or config.max_seconds).
+
+    Args:
+      problem: the registered problem whose shards are in data_dir.
+      model_name: the registered model, e.g. "transformer".
+      hparams: the model's hparams; vocab_size 0 takes the problem's.
+      data_dir: where t2t-datagen wrote the problem.
+      output_dir: checkpoints, hparams.json, run.json, vocabularies, summaries.
+      strategy: from `make_strategy`.
+      config: steps, checkpoints, evaluation, XLA, precision.
+    """
+    if config.deterministic:
+        tf.config.experimental.enable_op_determinism()
+    if config.random_seed is not None:
+        keras.utils.set_random_seed(config.random_seed)
+    run = {"problem": problem.name, "model": model_name, "data_dir": os.path.abspath(data_dir)}
+    run_dir.check_resumable(output_dir, run, hparams)
+    encoders = _check_data(problem, data_dir)
+    hparams = _with_vocab_size(hparams, encoders)
+    chief = is_chief(strategy)
+    if chief:
+        vocab_paths = {side: getattr(v, "model_path", "bytes") for side, v in encoders.items()}
+        run_dir.write_run(output_dir, run, hparams, vocab_paths)
+    jit_step = _full_xla(config, strategy)
+    with strategy.scope():
+        model = build_model(
+            model_name,
+            hparams,
+            use_xla=config.xla != "off",
+            dtype=_POLICIES[config.mixed_precision],
+        )
+        optimizer = optimizer_from_hparams(hparams)
+        if config.mixed_precision == "fp16":
+            optimizer = keras.optimizers.LossScaleOptimizer(optimizer, name="loss_scale")
+        step = TrainStep(model, optimizer, hparams, strategy, jit_compile=jit_step)
+    saver = CheckpointSaver(
+        make_checkpoint(model, optimizer),
+        output_dir,
+        config.keep_checkpoint_max,
+        config.save_checkpoints_steps,
+        config.save_checkpoints_secs,
+        chief=chief,
+        worker=worker_id(strategy),
+    )
+    saver.restore()
+    evaluator = None
+    if chief:
+        evaluator = Evaluator(
+            model,
+            problem,
+            hparams,
+            data_dir,
+            config.eval_steps,
+            config.eval_bleu_examples,
+            jit_compile=config.xla != "off" and strategy.num_replicas_in_sync == 1,
+        )
+    return _loop(problem, hparams, data_dir, strategy, config, step, saver, evaluator, chief)
+
+
+def _loop(
+    problem: Problem,
+    hparams: Any,
+    data_dir: str,
+    strategy: tf.distribute.Strategy,
+    config: TrainConfig,
+    train_step: TrainStep,
+    saver: CheckpointSaver,
+    evaluator: Evaluator | None,
+    chief: bool,
+) -> TrainResult:
+    optimizer = train_step.optimizer
+    step = _global_step(optimizer)
+    seed = None if config.random_seed is None else config.random_seed + step
+
+    def dataset_fn(context: tf.distribute.InputContext) -> tf.data.Dataset:
+        return problem.dataset(
+            "train", hparams, data_dir, deterministic=config.deterministic, seed=seed,
+            input_context=context,
+        )  # fmt: skip
+
+    iterator = iter(strategy.distribute_datasets_from_function(dataset_fn))
+    progress = Progress(saver.output_dir, config, step, optimizer, chief)
+    start, evaluated = time.monotonic(), -1
+    result = TrainResult(train_step.model, first_step=step, step=step)
+    while step < config.train_steps:
+        if config.max_seconds and time.monotonic() - start > config.max_seconds:
+            logging.info(
+                "Stopping at step %d: the %.0f s budget is spent.", step, config.max_seconds
+            )
+            break
+        progress.maybe_profile(step + 1)
+        try:
+            metrics = train_step(iterator)
+        except tf.errors.OutOfRangeError:
+            raise UserError(
+                f"the train split of {problem.name} in {data_dir} has no example of at most "
+                f"max_length={problem.max_length(hparams)} tokens; regenerate the data or "
+                "raise max_length."
+            ) from None
+        step = _global_step(optimizer)
+        loss = float(metrics["loss"])
+        if not math.isfinite(loss):
+            raise UserError(
+                f"the training loss became {loss} at step {step}; training stopped. The last "
+                f"good checkpoint, {tf.train.latest_checkpoint(saver.output_dir)}, is kept. "
+                "Lower the learning rate, lengthen warmup_steps or set clip_gradient_norm "
+                "(--hparams=...), then rerun to resume from it."
+            )
+        progress.record(step, metrics)
+        if saver.due(step):
+            saver.save(step)
+        if evaluator and config.eval_every_steps and step % config.eval_every_steps == 0:
+            result.eval, evaluated = progress.evaluate(step, evaluator), step
+    result.checkpoint = saver.save(step)
+    if evaluator and evaluated != step:
+        result.eval = progress.evaluate(step, evaluator)
+    result.step, result.seconds = step, time.monotonic() - start
+    progress.finish(result)
+    return result
+
+
+def _check_data(problem: Problem, data_dir: str) -> dict[str, Any]:
+    """The problem's vocabularies; clear errors when its data is missing."""
+    if not data_dir or not tf.io.gfile.isdir(data_dir):
+        raise UserError(
+            f"data_dir {data_dir!r} does not exist; generate the data with `t2t-datagen "
+            f"--problem={problem.data_name} --data_dir=DATA_DIR --tmp_dir=TMP_DIR` "
+            "(or add --generate_data to t2t-trainer)."
+        )
+    problem.data_files(data_dir, "train")
+    problem.data_files(data_dir, "dev")
+    return problem.feature_encoders(data_dir)
+
+
+def _with_vocab_size(hparams: HParams, encoders: dict[str, Any]) -> HParams:
+    size = max(encoder.vocab_size for encoder in encoders.values())
+    if hparams.vocab_size == 0:
+        return dataclasses.replace(hparams, vocab_size=size)
+    if hparams.vocab_size < size:
+        raise UserError(
+            f"hparams vocab_size={hparams.vocab_size} is smaller than the problem's "
+            f"vocabulary of {size} ids; leave vocab_size at 0 to take the problem's."
+        )
+    return hparams
+
+
+def _full_xla(config: TrainConfig, strategy: tf.distribute.Strategy) -> bool:
+    """Whether to compile the whole replica step; not across several local devices."""
+    if config.xla != "full":
+        return False
+    local_devices = len(strategy.extended.worker_devices)
+    if local_devices > 1:
+        logging.warning(
+            "--xla=full cannot compile a step whose variables are mirrored over %d local "
+            "devices (an XLA limitation); compiling the attention cores only.",
+            local_devices,
+        )
+        return False
+    return True
+
+
+def _global_step(optimizer: Any) -> int:
+    """The number of updates applied: the global step."""
+    return int(tf.convert_to_tensor(optimizer.iterations.value))

@@ -1,0 +1,71 @@
+"""kill -9 of a real t2t-trainer process, then the same command again: it resumes."""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import tensorflow as tf
+
+PROBLEM = "translate_number_words_en_de"
+
+STEPS = 300
+
+
+def _trainer(data: Path, output_dir: Path) -> list[str]:
+    return [
+        str(Path(sys.executable).parent / "t2t-trainer"),
+        f"--problem={PROBLEM}",
+        "--hparams_set=transformer_tiny",
+        f"--data_dir={data}",
+        f"--output_dir={output_dir}",
+        f"--train_steps={STEPS}",
+        "--save_checkpoints_steps=10",
+        "--keep_checkpoint_max=3",
+        "--eval_steps=1",
+        "--eval_every_steps=0",
+        "--eval_bleu_examples=0",
+        "--log_step_count_steps=10",
+        "--random_seed=1",
+    ]
+
+
+def _assert_all_checkpoints_load(output_dir: Path) -> list[int]:
+    """Every checkpoint the state file lists reads completely; returns their steps."""
+    state = tf.train.get_checkpoint_state(str(output_dir))
+    steps = []
+    for path in state.all_model_checkpoint_paths:
+        reader = tf.train.load_checkpoint(path)
+        for name in reader.get_variable_to_shape_map():
+            reader.get_tensor(name)
+        steps.append(int(path.rsplit("-", 1)[1]))
+    return steps
+
+
+def test_kill_9_then_rerun_resumes(number_words_data: Path, tmp_path: Path) -> None:
+    command = _trainer(number_words_data, tmp_path)
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and process.poll() is None:
+        latest = tf.train.latest_checkpoint(str(tmp_path))
+        if latest and int(latest.rsplit("-", 1)[1]) >= 30:
+            break
+        time.sleep(0.2)
+    process.send_signal(signal.SIGKILL)
+    process.communicate()
+    assert process.returncode == -signal.SIGKILL, "the trainer ended before it was killed"
+    killed_at = max(_assert_all_checkpoints_load(tmp_path))
+    assert 30 <= killed_at < STEPS
+
+    rerun = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    resumed = re.search(r"Resumed from .*ckpt-(\d+)\.", rerun.stderr)
+    assert resumed and int(resumed.group(1)) >= killed_at
+    first_logged = re.search(r"step (\d+)/300 ", rerun.stderr)
+    assert int(first_logged.group(1)) > int(resumed.group(1))
+    assert f"(to step {STEPS})" in rerun.stderr
+    assert _assert_all_checkpoints_load(tmp_path) == [STEPS - 20, STEPS - 10, STEPS]

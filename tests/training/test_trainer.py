@@ -1,0 +1,107 @@
+"""The training loop end to end on the embedded number-words problem."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from t2t_keras import registry
+from t2t_keras.errors import UserError
+from t2t_keras.hparams.transformer import transformer_tiny
+from t2t_keras.models import TransformerHParams
+from t2t_keras.training import make_strategy
+from t2t_keras.training.checkpoints import build_model, restore_model
+from t2t_keras.training.config import TrainConfig
+from t2t_keras.training.evaluation import Evaluator
+from t2t_keras.training.trainer import train
+
+# What transformer_tiny reaches on translate_number_words_en_de in STEPS steps
+# (batch 2048 tokens, seed 1): measured 0.997 per-token dev accuracy and most
+# dev numbers translated exactly; the bounds leave a wide margin.
+PROBLEM = "translate_number_words_en_de"
+STEPS = 300
+MIN_ACCURACY = 0.90
+MIN_EXACT_MATCH = 0.5
+
+
+def _train(data: Path, output_dir: Path, strategy=None, hparams=None, **config):
+    settings = {"eval_every_steps": 0, "eval_steps": 0, "random_seed": 1, **config}
+    return train(
+        registry.problem(settings.pop("problem", PROBLEM)),
+        "transformer",
+        hparams or transformer_tiny(),
+        str(data),
+        str(output_dir),
+        strategy or make_strategy("one_device"),
+        TrainConfig(**settings),
+    )
+
+
+def test_transformer_tiny_learns_number_words(number_words_data: Path, tmp_path: Path) -> None:
+    result = _train(number_words_data, tmp_path, train_steps=STEPS, eval_bleu_examples=200)
+    assert result.step == STEPS
+    assert result.eval["accuracy"] >= MIN_ACCURACY, result.eval
+    assert result.eval["exact_match"] >= MIN_EXACT_MATCH, result.eval
+    assert result.checkpoint == str(tmp_path / f"ckpt-{STEPS}")
+    # output_dir is enough to rebuild the model: hparams, run, vocabulary, checkpoint.
+    run = json.loads((tmp_path / "run.json").read_text())
+    assert run["problem"] == PROBLEM and run["model"] == "transformer"
+    assert (tmp_path / run["vocab"]["targets"]).is_file()
+    assert list(tmp_path.glob("events.out.tfevents.*")) and list((tmp_path / "eval").iterdir())
+    hparams = TransformerHParams.from_json((tmp_path / "hparams.json").read_text())
+    model = build_model("transformer", hparams)
+    restore_model(model, tf.train.latest_checkpoint(str(tmp_path)))
+    for ours, trained in zip(model.get_weights(), result.model.get_weights(), strict=True):
+        np.testing.assert_array_equal(ours, trained)
+    evaluator = Evaluator(model, registry.problem(PROBLEM), hparams, str(number_words_data))
+    assert evaluator.token_metrics()["accuracy"] == pytest.approx(result.eval["accuracy"])
+
+
+def test_mirrored_training_resumes_and_refuses_other_shapes(
+    number_words_data: Path, tmp_path: Path
+) -> None:
+    mirrored = make_strategy("mirrored")
+    assert mirrored.num_replicas_in_sync == 2  # The CPU split of tests/conftest.py.
+    first = _train(number_words_data, tmp_path, mirrored, train_steps=6, eval_bleu_examples=8)
+    assert (first.first_step, first.step) == (0, 6)
+    assert set(first.eval) == {"loss", "accuracy", "perplexity", "exact_match"}
+    again = _train(number_words_data, tmp_path, mirrored, train_steps=9, eval_bleu_examples=0)
+    assert (again.first_step, again.step) == (6, 9)
+    assert sorted(p.name for p in tmp_path.glob("ckpt-*.index")) == ["ckpt-6.index", "ckpt-9.index"]
+
+    wider = dataclasses.replace(transformer_tiny(), d_model=32)
+    with pytest.raises(UserError, match=r"d_model 64 -> 32"):
+        _train(number_words_data, tmp_path, hparams=wider, train_steps=12)
+    with pytest.raises(
+        UserError, match="holds checkpoints of problem 'translate_number_words_en_de'"
+    ):
+        _train(number_words_data, tmp_path, train_steps=12, problem="algorithmic_copy_decimal")
+
+
+def test_a_diverging_loss_stops_with_the_step_named(
+    number_words_data: Path, tmp_path: Path
+) -> None:
+    exploding = dataclasses.replace(
+        transformer_tiny(), learning_rate_schedule="constant", learning_rate=1e30
+    )
+    with pytest.raises(UserError, match=r"loss became (nan|inf) at step \d+.*ckpt-\d+"):
+        _train(
+            number_words_data, tmp_path, hparams=exploding, train_steps=50, save_checkpoints_steps=1
+        )
+    # Every checkpoint kept was written before the loss diverged, and loads.
+    for index in tmp_path.glob("ckpt-*.index"):
+        for name, _ in tf.train.list_variables(str(index)[: -len(".index")]):
+            assert name
+
+
+def test_missing_data_names_the_command(tmp_path: Path) -> None:
+    with pytest.raises(UserError, match="t2t-datagen --problem=translate_number_words_en_de"):
+        _train(tmp_path / "nothing", tmp_path / "out", train_steps=1)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(UserError, match="no train shards"):
+        _train(tmp_path / "empty", tmp_path / "out", train_steps=1)
