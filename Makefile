@@ -23,6 +23,10 @@ demo: $(VENV)/.installed
 	$(BIN)/t2t-trainer --registry_help
 	$(BIN)/t2t-datagen --problem=translate_number_words_en_de \
 		--data_dir=$(DEMO_DIR)/data --tmp_dir=$(DEMO_DIR)/tmp --show_examples=5
+	$(BIN)/t2t-trainer --problem=translate_number_words_en_de --hparams_set=transformer_tiny \
+		--data_dir=$(DEMO_DIR)/data --output_dir=$(DEMO_DIR)/train --train_steps=1000 \
+		--eval_every_steps=500 --eval_bleu_examples=500 --save_checkpoints_steps=500 \
+		--random_seed=1
 
 test: $(VENV)/.installed-test lint
 	$(BIN)/pytest

@@ -1,7 +1,9 @@
 """t2t-trainer: trains a registered model on a registered problem.
 
     t2t-trainer --problem=translate_ende_wmt_bpe37k --hparams_set=transformer_base \
-        --data_dir=DATA --output_dir=TRAIN [--hparams="dropout=0.2"]
+        --data_dir=DATA --output_dir=TRAIN [--hparams="dropout=0.2"] [--train_steps=100000]
+
+Rerunning the same command resumes from the newest checkpoint in --output_dir.
 """
 
 from __future__ import annotations
@@ -10,6 +12,11 @@ from absl import flags
 
 from t2t_keras import registry
 from t2t_keras.bin import common
+from t2t_keras.errors import UserError
+from t2t_keras.training import make_strategy, split_cpu
+from t2t_keras.training.config import PRECISIONS, XLA_MODES, TrainConfig
+from t2t_keras.training.strategies import STRATEGIES
+from t2t_keras.training.trainer import train
 
 common.define_flags(with_model=True)
 common.define_data_flags()
@@ -20,6 +27,57 @@ flags.DEFINE_bool(
     "already there is kept).",
 )
 flags.DEFINE_string("output_dir", None, "Directory for checkpoints, hparams.json and summaries.")
+flags.DEFINE_integer("train_steps", 250_000, "Train until the global step reaches this.")
+flags.DEFINE_integer("eval_steps", 100, "Dev batches per evaluation; 0 = the whole dev split.")
+flags.DEFINE_integer(
+    "eval_every_steps", 1000, "Evaluate every this many steps (and at the end); 0 = at the end."
+)
+flags.DEFINE_integer(
+    "eval_bleu_examples",
+    100,
+    "Dev sentences decoded with beam search for sacreBLEU at each evaluation; 0 = no BLEU.",
+)
+flags.DEFINE_integer(
+    "save_checkpoints_steps", 1000, "Save a checkpoint every this many steps; 0 = by time only."
+)
+flags.DEFINE_integer(
+    "save_checkpoints_secs", 0, "Also save when this many seconds passed since the last save."
+)
+flags.DEFINE_integer("keep_checkpoint_max", 20, "Checkpoints kept, the newest.")
+flags.DEFINE_integer(
+    "log_step_count_steps", 100, "Print progress and write summaries every this many steps."
+)
+flags.DEFINE_integer("random_seed", None, "Seed of initialization, dropout and shuffling.")
+flags.DEFINE_bool("deterministic", False, "Deterministic ops and input order (slower).")
+flags.DEFINE_enum(
+    "distribution_strategy",
+    "mirrored",
+    STRATEGIES,
+    "mirrored: every local GPU (or CPU device); multi_worker_mirrored: the cluster in "
+    "TF_CONFIG; one_device; tpu.",
+)
+flags.DEFINE_integer("num_gpus", 0, "Local GPUs to use; 0 = all.")
+flags.DEFINE_integer(
+    "cpu_devices",
+    0,
+    "Split the CPU into this many logical devices (to try mirrored training without GPUs); "
+    "0 = leave it whole.",
+)
+flags.DEFINE_enum(
+    "xla",
+    "attention",
+    XLA_MODES,
+    "attention: XLA-compiled attention cores; full: compile each replica's whole step; off.",
+)
+flags.DEFINE_enum(
+    "mixed_precision",
+    "off",
+    PRECISIONS,
+    "off: float32; fp16: float16 with dynamic loss scaling; bf16: bfloat16.",
+)
+flags.DEFINE_list(
+    "profile_steps", None, "FIRST,LAST: trace these steps with the TensorFlow profiler."
+)
 FLAGS = flags.FLAGS
 
 
@@ -27,11 +85,48 @@ def main() -> int:
     if common.start():
         return 0
     problem = common.resolve_problem()
-    common.resolve_hparams()
+    hparams = common.resolve_hparams()
     registry.model(FLAGS.model)
+    output_dir = common.required("output_dir", "the directory for checkpoints and summaries")
+    config = _config()
     if FLAGS.generate_data:
         common.generate_data(problem)
-    common.unavailable("training")
+    data_dir = common.required(
+        "data_dir", "the directory of the problem's shards", " t2t-datagen writes them."
+    )
+    if FLAGS.cpu_devices:
+        split_cpu(FLAGS.cpu_devices)
+    strategy = make_strategy(FLAGS.distribution_strategy, FLAGS.num_gpus)
+    train(problem, FLAGS.model, hparams, data_dir, output_dir, strategy, config)
+    return 0
+
+
+def _config() -> TrainConfig:
+    profile_steps = None
+    if FLAGS.profile_steps:
+        try:
+            first, last = (int(step) for step in FLAGS.profile_steps)
+        except ValueError:
+            raise UserError(
+                f"--profile_steps={','.join(FLAGS.profile_steps)} is not two step numbers; "
+                "give FIRST,LAST, e.g. --profile_steps=10,20."
+            ) from None
+        profile_steps = (first, last)
+    return TrainConfig(
+        train_steps=FLAGS.train_steps,
+        eval_steps=FLAGS.eval_steps,
+        eval_every_steps=FLAGS.eval_every_steps,
+        eval_bleu_examples=FLAGS.eval_bleu_examples,
+        save_checkpoints_steps=FLAGS.save_checkpoints_steps,
+        save_checkpoints_secs=FLAGS.save_checkpoints_secs,
+        keep_checkpoint_max=FLAGS.keep_checkpoint_max,
+        log_every_steps=FLAGS.log_step_count_steps,
+        random_seed=FLAGS.random_seed,
+        deterministic=FLAGS.deterministic,
+        xla=FLAGS.xla,
+        mixed_precision=FLAGS.mixed_precision,
+        profile_steps=profile_steps,
+    )
 
 
 def run() -> None:

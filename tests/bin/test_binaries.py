@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -66,6 +67,14 @@ def test_hparams_help_shows_the_set_with_overrides() -> None:
     assert "  beam_size = 8 (int):" in result.stdout
 
 
+_TRAIN = [
+    "--problem=algorithmic_copy_decimal",
+    "--hparams_set=transformer_tiny",
+    "--data_dir=/tmp",
+    "--output_dir=/tmp/t2t_out",
+]
+
+
 @pytest.mark.parametrize(
     ("binary", "args", "fragments"),
     [
@@ -111,6 +120,23 @@ def test_hparams_help_shows_the_set_with_overrides() -> None:
             ["Unknown command line flag 'hparams_sett'", "--helpfull"],
         ),
         ("t2t-decoder", ["transformer_base"], ["unexpected arguments 'transformer_base'"]),
+        (
+            "t2t-trainer",
+            [*_TRAIN, "--profile_steps=a,b"],
+            ["--profile_steps=a,b is not two step numbers", "FIRST,LAST"],
+        ),
+        ("t2t-trainer", [*_TRAIN, "--eval_steps=-1"], ["--eval_steps must be 0 or more"]),
+        ("t2t-trainer", _TRAIN[:3], ["--output_dir is required"]),
+        (
+            "t2t-trainer",
+            [*_TRAIN, "--distribution_strategy=multi_worker_mirrored"],
+            ["multi_worker_mirrored needs the cluster in the TF_CONFIG environment variable"],
+        ),
+        (
+            "t2t-trainer",
+            [*_TRAIN[:3], "--output_dir=/tmp/t2t_out", "--data_dir=/no/such/data"],
+            ["data_dir '/no/such/data' does not exist", "t2t-datagen --problem=algorithmic"],
+        ),
     ],
 )
 def test_bad_input_exits_2_with_one_paragraph(
@@ -167,9 +193,18 @@ def test_trainer_generate_data_is_datagen(tmp_path: Path) -> None:
         "--hparams_set=transformer_tiny",
         "--generate_data",
         f"--data_dir={data_dir}",
+        f"--output_dir={tmp_path / 'train'}",
+        "--train_steps=2",
+        "--log_step_count_steps=1",
+        "--eval_steps=1",
+        "--eval_bleu_examples=4",
     )
+    assert trainer.returncode == 0, trainer.stderr
     assert "wrote 20000 train examples to 2 shard(s)" in trainer.stdout, trainer.stderr
-    assert "training is not available" in trainer.stderr
+    assert re.search(r"step 2/2  loss [\d.]+  lr [\d.e-]+  grad_norm .* tokens/s", trainer.stderr)
+    assert re.search(r"Trained 2 steps \(to step 2\) .* exact_match .*ckpt-2\.", trainer.stderr)
+    run_file = json.loads((tmp_path / "train" / "run.json").read_text())
+    assert run_file["vocab"] == {"inputs": "bytes", "targets": "bytes"}
     datagen = run(
         "t2t-datagen",
         "--problem=algorithmic_reverse_decimal",
