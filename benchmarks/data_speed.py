@@ -12,31 +12,19 @@ the graph, so the figure is the pipeline's and not Python's per-batch cost.
 from __future__ import annotations
 
 import os
-import shutil
 import statistics
 import tempfile
 import time
 
 import tensorflow as tf
 from absl import app, flags
+from multi30k import prepare_tmp_dir
 
 from t2t_keras import registry
 
-flags.DEFINE_string(
-    "shared_data",
-    os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data"),
-    "Folder holding multi30k/.",
-)
 flags.DEFINE_integer("batches", 500, "Batches read per timed pass.")
 flags.DEFINE_integer("runs", 3, "Timed passes of the input pipeline.")
 FLAGS = flags.FLAGS
-
-
-def prepare_tmp_dir(tmp_dir: str) -> None:
-    corpus = os.path.join(FLAGS.shared_data, "multi30k")
-    for split, name in (("train", "train"), ("dev", "val")):
-        for side, language in (("src", "en"), ("tgt", "de")):
-            shutil.copy(os.path.join(corpus, f"{name}.{language}"), f"{tmp_dir}/{split}.{side}")
 
 
 def count_tokens(batch: dict[str, tf.Tensor]) -> tf.Tensor:
