@@ -27,7 +27,8 @@ class TrainStep:
       model: a built Transformer (created under `strategy.scope()`).
       optimizer: from `optimizer_from_hparams` (gradients arrive reduced), or a
         keras LossScaleOptimizer around one for float16.
-      hparams: label_smoothing, gradient_accumulation_steps, clip_gradient_norm.
+      hparams: label_smoothing, gradient_accumulation_steps, clip_gradient_norm,
+        batch_size.
       strategy: the strategy the model's variables belong to.
       jit_compile: XLA-compile each replica's forward and backward pass.
 
@@ -50,6 +51,7 @@ class TrainStep:
         self.label_smoothing = hparams.label_smoothing
         self.accumulation = hparams.gradient_accumulation_steps
         self.clip_norm = hparams.clip_gradient_norm
+        self.token_budget = float(hparams.batch_size)
         self.loss_scaled = isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
         if not optimizer.built:  # Its variables cannot be created inside the step's graph.
             with strategy.scope():
@@ -79,7 +81,11 @@ class TrainStep:
             loss_sum, target_tokens = smoothed_cross_entropy_sum(
                 logits, batch["targets"], self.label_smoothing
             )
-            scaled = self.optimizer.scale_loss(loss_sum) if self.loss_scaled else loss_sum
+            # Divided by a constant about the tokens per micro-batch, so gradients have
+            # a per-token size (float16 would overflow on sums); _apply undoes it.
+            scaled = loss_sum / self.token_budget
+            if self.loss_scaled:
+                scaled = self.optimizer.scale_loss(scaled)
         gradients = [tf.convert_to_tensor(g) for g in tape.gradient(scaled, variables)]
         source_tokens = tf.reduce_sum(tf.cast(batch["inputs"] != PAD_ID, tf.float32))
         return {
@@ -97,7 +103,7 @@ class TrainStep:
         context = tf.distribute.get_replica_context()
         sums = context.all_reduce(SUM, sums)
         tokens = tf.maximum(sums["target_tokens"], 1.0)
-        gradients = [g / tokens for g in sums["gradients"]]
+        gradients = [g * (self.token_budget / tokens) for g in sums["gradients"]]
         # With float16 the gradients are still multiplied by the loss scale.
         scale = tf.cast(self.optimizer.dynamic_scale, tf.float32) if self.loss_scaled else 1.0
         norm = tf.linalg.global_norm(gradients)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from t2t_keras.errors import UserError
 from t2t_keras.hparams.transformer import transformer_tiny
@@ -64,3 +66,14 @@ def test_a_checkpoint_of_another_shape_is_refused(tmp_path: Path) -> None:
     wider = build_model("transformer", dataclasses.replace(HPARAMS, d_ff=64))
     with pytest.raises(UserError, match="does not hold this model's weights"):
         restore_model(wider, path)
+
+
+def test_save_by_seconds(tmp_path: Path) -> None:
+    model = build_model("transformer", HPARAMS)
+    saver = CheckpointSaver(make_checkpoint(model), str(tmp_path), 5, 0, every_secs=1)
+    assert not saver.due(1)
+    time.sleep(1.1)
+    assert saver.due(2)
+    saver.save(2)
+    assert not saver.due(2) and not saver.due(3)
+    assert tf.train.latest_checkpoint(str(tmp_path)).endswith("ckpt-2")
