@@ -77,18 +77,8 @@ def train(
     if chief:
         vocab_paths = {side: getattr(v, "model_path", "bytes") for side, v in encoders.items()}
         run_dir.write_run(output_dir, run, hparams, vocab_paths)
-    jit_step = _full_xla(config, strategy)
-    with strategy.scope():
-        model = build_model(
-            model_name,
-            hparams,
-            use_xla=config.xla != "off",
-            dtype=_POLICIES[config.mixed_precision],
-        )
-        optimizer = optimizer_from_hparams(hparams)
-        if config.mixed_precision == "fp16":
-            optimizer = keras.optimizers.LossScaleOptimizer(optimizer, name="loss_scale")
-        step = TrainStep(model, optimizer, hparams, strategy, jit_compile=jit_step)
+    step = _train_step(model_name, hparams, strategy, config)
+    model, optimizer = step.model, step.optimizer
     saver = CheckpointSaver(
         make_checkpoint(model, optimizer),
         output_dir,
@@ -111,6 +101,25 @@ def train(
             jit_compile=config.xla != "off" and strategy.num_replicas_in_sync == 1,
         )
     return _loop(problem, hparams, data_dir, strategy, config, step, saver, evaluator, chief)
+
+
+def _train_step(
+    model_name: str, hparams: HParams, strategy: tf.distribute.Strategy, config: TrainConfig
+) -> TrainStep:
+    """The model, its optimizer (with loss scaling for float16) and the step, in scope."""
+    with strategy.scope():
+        model = build_model(
+            model_name,
+            hparams,
+            use_xla=config.xla != "off",
+            dtype=_POLICIES[config.mixed_precision],
+        )
+        optimizer = optimizer_from_hparams(hparams)
+        if config.mixed_precision == "fp16":
+            optimizer = keras.optimizers.LossScaleOptimizer(optimizer, name="loss_scale")
+        return TrainStep(
+            model, optimizer, hparams, strategy, jit_compile=_full_xla(config, strategy)
+        )
 
 
 def _loop(
