@@ -57,7 +57,14 @@ def make_strategy(name: str, num_gpus: int = 0) -> tf.distribute.Strategy:
     devices = gpus or [device.name for device in tf.config.list_logical_devices("CPU")]
     if len(devices) == 1:  # Nothing to mirror over: the same training, without all-reduces.
         return tf.distribute.OneDeviceStrategy(devices[0])
-    return tf.distribute.MirroredStrategy(devices)
+    if gpus:
+        return tf.distribute.MirroredStrategy(devices)
+    # CPU devices share one memory: reduce on one of them. The default collective
+    # all-reduce also keeps per-process keys that clash when a process makes a
+    # second strategy over the same devices (as tests do).
+    return tf.distribute.MirroredStrategy(
+        devices, cross_device_ops=tf.distribute.ReductionToOneDevice()
+    )
 
 
 def _local_gpus(num_gpus: int) -> list[str]:

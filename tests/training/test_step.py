@@ -12,7 +12,7 @@ import tensorflow as tf
 
 from t2t_keras.hparams.transformer import transformer_tiny
 from t2t_keras.models.transformer import Transformer
-from t2t_keras.training import TrainStep, optimizer_from_hparams
+from t2t_keras.training import TrainStep, make_strategy, optimizer_from_hparams
 
 # Eight sentences of different lengths, ending with EOS (1) then PAD (0).
 _RNG = np.random.default_rng(3)
@@ -98,7 +98,7 @@ def one_replica() -> list[np.ndarray]:
 
 
 def test_two_replicas_match_one(one_replica: list[np.ndarray]) -> None:
-    mirrored = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    mirrored = make_strategy("mirrored")  # Over the 2 CPU devices of tests/conftest.py.
     assert mirrored.num_replicas_in_sync == 2
     for ours, reference in zip(_train_once(mirrored, parts=2), one_replica, strict=True):
         np.testing.assert_allclose(ours, reference, atol=1e-5)
