@@ -1,4 +1,4 @@
-"""kill -9 of a real t2t-trainer process, then the same command again: it resumes."""
+"""Real t2t-trainer processes: kill -9 then rerun resumes; deterministic reruns match."""
 
 from __future__ import annotations
 
@@ -69,3 +69,26 @@ def test_kill_9_then_rerun_resumes(number_words_data: Path, tmp_path: Path) -> N
     assert int(first_logged.group(1)) > int(resumed.group(1))
     assert f"(to step {STEPS})" in rerun.stderr
     assert _assert_all_checkpoints_load(tmp_path) == [STEPS - 20, STEPS - 10, STEPS]
+
+
+def test_deterministic_runs_write_identical_checkpoints(
+    number_words_data: Path, tmp_path: Path
+) -> None:
+    checkpoints = []
+    for run in ("first", "second"):
+        command = [
+            *_trainer(number_words_data, tmp_path / run)[:5],
+            "--train_steps=10",
+            "--eval_steps=1",
+            "--eval_bleu_examples=0",
+            "--deterministic",
+            "--random_seed=1",
+        ]
+        finished = subprocess.run(command, capture_output=True, text=True, timeout=300)
+        assert finished.returncode == 0, finished.stderr[-3000:]
+        checkpoints.append(tf.train.load_checkpoint(str(tmp_path / run / "ckpt-10")))
+    first, second = checkpoints
+    names = [n for n in first.get_variable_to_shape_map() if "CHECKPOINTABLE" not in n]
+    assert len(names) > 50
+    for name in names:
+        assert (first.get_tensor(name) == second.get_tensor(name)).all(), name
