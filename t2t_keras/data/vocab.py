@@ -13,7 +13,6 @@ import abc
 import io
 import itertools
 import os
-import tempfile
 from collections.abc import Iterable, Sequence
 
 import sentencepiece as spm
@@ -22,6 +21,7 @@ import tensorflow_text as tf_text
 
 from t2t_keras.data.ids import EOS_ID, PAD_ID, UNK_ID
 from t2t_keras.errors import UserError
+from t2t_keras.files import write_atomically
 
 _MODEL_TYPES = ("bpe", "unigram")
 _TOO_MANY_PIECES = "Vocabulary size too high"
@@ -206,7 +206,7 @@ class SentencePieceVocabulary(Vocabulary):
                 model_proto = _train_model(sample, {**options, "hard_vocab_limit": False})
             except RuntimeError as retry_error:
                 raise _training_error(retry_error, model_path) from None
-        _write_atomically(model_proto, model_path)
+        write_atomically(model_proto, model_path)
         return cls(model_path)
 
     @property
@@ -283,21 +283,3 @@ def _training_error(error: RuntimeError, model_path: str) -> VocabularyError:
         )
     message = str(error).split("] ", 1)[-1]  # Drop SentencePiece's source location.
     return VocabularyError(f"SentencePiece could not train the vocabulary {model_path}: {message}")
-
-
-def _write_atomically(data: bytes, path: str) -> None:
-    """Writes data to a temporary file beside path, then renames it to path."""
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    descriptor, temporary_path = tempfile.mkstemp(
-        dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp"
-    )
-    try:
-        with os.fdopen(descriptor, "wb") as temporary_file:
-            temporary_file.write(data)
-            temporary_file.flush()
-            os.fsync(temporary_file.fileno())
-        os.replace(temporary_path, path)
-    except BaseException:
-        os.remove(temporary_path)
-        raise

@@ -60,8 +60,7 @@ def restore_model(model: keras.Model, path: str) -> None:
         make_checkpoint(model).restore(path).expect_partial().assert_existing_objects_matched()
     except (AssertionError, ValueError, tf.errors.OpError) as error:
         raise UserError(
-            f"checkpoint {path} does not hold this model's weights ({type(error).__name__}: "
-            f"{str(error).splitlines()[0][:300]})."
+            f"checkpoint {path} does not hold this model's weights ({_summary(error)})."
         ) from None
 
 
@@ -113,9 +112,8 @@ class CheckpointSaver:
             self.checkpoint.restore(path).assert_consumed()
         except (AssertionError, ValueError, tf.errors.OpError) as error:
             raise UserError(
-                f"checkpoint {path} does not fit this model ({type(error).__name__}: "
-                f"{str(error).splitlines()[0][:300]}); resume with the hparams it was "
-                "trained with, or choose another --output_dir."
+                f"checkpoint {path} does not fit this model ({_summary(error)}); resume with "
+                "the hparams it was trained with, or choose another --output_dir."
             ) from None
         logging.info("Resumed from %s.", path)
         return path
@@ -139,3 +137,8 @@ class CheckpointSaver:
             return None
         logging.info("Saved %s.", path)
         return path
+
+
+def _summary(error: Exception) -> str:
+    """The error's type and the first line of its message, for a one-paragraph error."""
+    return f"{type(error).__name__}: {str(error).splitlines()[0][:300]}"

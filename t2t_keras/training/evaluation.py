@@ -57,6 +57,7 @@ class Evaluator:
         self._dataset = None
         self._bleu_inputs: list[np.ndarray] = []
         self._references: list[str] = []
+        self._encoders: dict[str, Any] = {}
 
     def __call__(self) -> dict[str, float]:
         """{"loss", "accuracy", "perplexity"} and the problem's output metrics."""
@@ -91,8 +92,9 @@ class Evaluator:
 
     def decode_subset(self) -> list[str]:
         """The first bleu_examples dev sentences decoded with the model's beam search."""
-        encoders = self.problem.feature_encoders(self.data_dir)
-        if not self._references:
+        if not self._references:  # Read, encode and batch the subset once.
+            self._encoders = self.problem.feature_encoders(self.data_dir)
+            encoders = self._encoders
             pairs = self.problem.text_examples(self.data_dir, "dev", self.bleu_examples)
             self._references = [target for _, target in pairs]
             self._bleu_inputs = _padded_batches(
@@ -101,7 +103,7 @@ class Evaluator:
         hypotheses = []
         for inputs in self._bleu_inputs:
             ids, _ = self.decoder(inputs)
-            hypotheses += [encoders["targets"].decode(row[0]) for row in ids.numpy()]
+            hypotheses += [self._encoders["targets"].decode(row[0]) for row in ids.numpy()]
         return hypotheses
 
 

@@ -52,11 +52,11 @@ class Progress:
             tf.profiler.experimental.stop()
             self.profiling = False
 
-    def record(self, step: int, metrics: dict[str, tf.Tensor]) -> None:
+    def record(self, step: int, metrics: dict[str, float]) -> None:
         """Counts the step's tokens; logs and writes summaries every log_every_steps."""
         for name in ("source_tokens", "target_tokens"):
-            self.window[name] += float(metrics[name])
-            self.totals[name] += float(metrics[name])
+            self.window[name] += metrics[name]
+            self.totals[name] += metrics[name]
         self.window["steps"] += 1
         if step % self.config.log_every_steps and step != self.config.train_steps:
             return
@@ -69,7 +69,7 @@ class Progress:
         if self.config.max_seconds:
             remaining = min(remaining, self.config.max_seconds - (now - self.started))
         learning_rate = float(tf.convert_to_tensor(self.optimizer.learning_rate))
-        loss, grad_norm = float(metrics["loss"]), float(metrics["grad_norm"])
+        loss, grad_norm = metrics["loss"], metrics["grad_norm"]
         logging.info(
             "step %d/%d  loss %.4f  lr %.3g  grad_norm %.3g  tokens/s %.0f (source %.0f, "
             "target %.0f)  steps/s %.2f  ETA %s",

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from typing import Any
 
 import tensorflow as tf
 from absl import logging
 
 from t2t_keras.errors import UserError
+from t2t_keras.files import write_atomically
 from t2t_keras.hparam import HParams
 
 HPARAMS_FILE = "hparams.json"
@@ -89,7 +89,6 @@ def write_run(
       hparams: the hparams trained with.
       vocab_paths: side -> path of the vocabulary file, or "bytes".
     """
-    tf.io.gfile.makedirs(output_dir)
     vocab = {}
     for side, path in vocab_paths.items():
         if path == "bytes":
@@ -97,16 +96,10 @@ def write_run(
             continue
         name = os.path.basename(path)
         target = os.path.join(output_dir, name)
-        if not tf.io.gfile.exists(target):
-            shutil.copyfile(path, target + ".incomplete")
-            os.replace(target + ".incomplete", target)
+        if not os.path.exists(target):
+            with open(path, "rb") as file:
+                write_atomically(file.read(), target)
         vocab[side] = name
-    _write_atomically(os.path.join(output_dir, HPARAMS_FILE), hparams.to_json())
+    write_atomically(hparams.to_json().encode(), os.path.join(output_dir, HPARAMS_FILE))
     text = json.dumps({**run, "vocab": vocab}, indent=2) + "\n"
-    _write_atomically(os.path.join(output_dir, RUN_FILE), text)
-
-
-def _write_atomically(path: str, text: str) -> None:
-    with tf.io.gfile.GFile(path + ".incomplete", "w") as file:
-        file.write(text)
-    tf.io.gfile.rename(path + ".incomplete", path, overwrite=True)
+    write_atomically(text.encode(), os.path.join(output_dir, RUN_FILE))

@@ -155,7 +155,8 @@ def _loop(
             break
         progress.maybe_profile(step + 1)
         try:
-            metrics = train_step(iterator)
+            # One read of the step's results; the host waits for the step here.
+            metrics = {name: float(value) for name, value in train_step(iterator).items()}
         except tf.errors.OutOfRangeError:
             raise UserError(
                 f"the train split of {problem.name} in {data_dir} has no example of at most "
@@ -163,7 +164,7 @@ def _loop(
                 "raise max_length."
             ) from None
         step = _global_step(optimizer)
-        loss = float(metrics["loss"])
+        loss = metrics["loss"]
         if not math.isfinite(loss):
             raise UserError(
                 f"the training loss became {loss} at step {step}; training stopped. The last "
