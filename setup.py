@@ -44,6 +44,8 @@ setup(
         "absl-py>=2.1",
         "sentencepiece>=0.2",
         "tensorboard>=2.20",
+        "sacremoses>=0.1",
+        "matplotlib>=3.8",
     ],
     extras_require={
         "test": ["pytest>=8", "hypothesis>=6.100", "ruff==0.17.6"],
@@ -53,6 +55,9 @@ setup(
             "t2t-datagen=t2t_keras.bin.t2t_datagen:run",
             "t2t-trainer=t2t_keras.bin.t2t_trainer:run",
             "t2t-decoder=t2t_keras.bin.t2t_decoder:run",
+            "t2t-bleu=t2t_keras.bin.t2t_bleu:run",
+            "t2t-avg-checkpoints=t2t_keras.bin.t2t_avg_checkpoints:run",
+            "t2t-exporter=t2t_keras.bin.t2t_exporter:run",
         ]
     },
     classifiers=[

@@ -97,7 +97,7 @@ def main() -> int:
     if FLAGS.cpu_devices:
         split_cpu(FLAGS.cpu_devices)
     strategy = make_strategy(FLAGS.distribution_strategy, FLAGS.num_gpus)
-    train(problem, FLAGS.model, hparams, data_dir, output_dir, strategy, config)
+    train(problem, FLAGS.model, hparams, data_dir, output_dir, strategy, config, FLAGS.hparams_set)
     return 0
 
 

@@ -1,4 +1,5 @@
-"""Shared fixtures: a registry restored after each test, user packages on disk.
+"""Shared fixtures: a registry restored after each test, user packages on disk,
+the embedded number-words problem's data and a tiny model trained on it.
 
 The CPU is split into two logical devices for the whole session.
 """
@@ -52,3 +53,48 @@ def make_package(tmp_path: Path, clean_registry: None) -> Iterator[Callable[...,
     for module in list(sys.modules):
         if module.split(".")[0] in names:
             del sys.modules[module]
+
+
+NUMBER_WORDS = "translate_number_words_en_de"
+TRAINED_STEPS = 200
+
+
+@pytest.fixture(scope="session")
+def number_words_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """data_dir holding the vocabulary and shards of translate_number_words_en_de."""
+    root = tmp_path_factory.mktemp("number_words")
+    registry.problem(NUMBER_WORDS).generate_data(str(root / "data"), str(root / "tmp"))
+    return root / "data"
+
+
+@pytest.fixture(scope="session")
+def trained_dir(number_words_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """output_dir of transformer_tiny trained 200 steps on number words (ckpt-50..200).
+
+    Treat it as read-only: tests that change a training directory copy it first.
+    """
+    from t2t_keras.hparams.transformer import transformer_tiny
+    from t2t_keras.training import make_strategy
+    from t2t_keras.training.config import TrainConfig
+    from t2t_keras.training.trainer import train
+
+    output_dir = tmp_path_factory.mktemp("trained") / "train"
+    config = TrainConfig(
+        train_steps=TRAINED_STEPS,
+        eval_steps=0,
+        eval_every_steps=0,
+        eval_bleu_examples=0,
+        save_checkpoints_steps=50,
+        random_seed=1,
+    )
+    train(
+        registry.problem(NUMBER_WORDS),
+        "transformer",
+        transformer_tiny(),
+        str(number_words_data),
+        str(output_dir),
+        make_strategy("one_device"),
+        config,
+        hparams_set="transformer_tiny",
+    )
+    return output_dir

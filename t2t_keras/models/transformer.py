@@ -36,6 +36,8 @@ class Transformer(keras.Model):
       use_xla: run every attention core as one XLA-compiled function.
     """
 
+    hparams_class = TransformerHParams  # What hparams.json of a trained model holds.
+
     def __init__(
         self, hparams: TransformerHParams | dict, use_xla: bool = True, **kwargs: Any
     ) -> None:

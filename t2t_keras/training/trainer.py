@@ -53,6 +53,7 @@ def train(
     output_dir: str,
     strategy: tf.distribute.Strategy,
     config: TrainConfig,
+    hparams_set: str | None = None,
 ) -> TrainResult:
     """Trains (or resumes training) until config.train_steps (or config.max_seconds).
 
@@ -64,6 +65,8 @@ def train(
       output_dir: checkpoints, hparams.json, run.json, vocabularies, summaries.
       strategy: from `make_strategy`.
       config: steps, checkpoints, evaluation, XLA, precision.
+      hparams_set: the name of the registered set `hparams` came from, recorded
+        in run.json so the decoder can check what it is given.
     """
     if config.deterministic:
         tf.config.experimental.enable_op_determinism()
@@ -71,6 +74,8 @@ def train(
         keras.utils.set_random_seed(config.random_seed)
     run = {"problem": problem.name, "model": model_name, "data_dir": os.path.abspath(data_dir)}
     run_dir.check_resumable(output_dir, run, hparams)
+    if hparams_set:
+        run["hparams_set"] = hparams_set
     encoders = _check_data(problem, data_dir)
     hparams = _with_vocab_size(hparams, encoders)
     chief = is_chief(strategy)

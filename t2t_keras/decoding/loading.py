@@ -1,0 +1,182 @@
+"""Loading a trained model for decoding, averaging or export: from output_dir alone.
+
+t2t-trainer leaves in output_dir what the model needs besides its weights:
+hparams.json, run.json (problem, model, hparams set, data_dir, vocabulary
+files) and the vocabulary files themselves. A checkpoint is found either as
+the newest in a directory or as a prefix such as `TRAIN/ckpt-1000`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Any
+
+import keras
+import tensorflow as tf
+
+from t2t_keras import registry
+from t2t_keras.data.vocab import ByteVocabulary, SentencePieceVocabulary, Vocabulary
+from t2t_keras.errors import UserError
+from t2t_keras.hparam import HParams
+from t2t_keras.training import run_dir
+from t2t_keras.training.checkpoints import build_model, restore_model
+
+
+@dataclasses.dataclass
+class TrainedModel:
+    """A model with its trained weights and everything needed to feed it text.
+
+    Attributes:
+      model: the built model, weights restored.
+      hparams: the hparams it was trained with (from hparams.json).
+      vocabs: {"inputs": Vocabulary, "targets": Vocabulary}.
+      run: run.json: {"problem", "model", "data_dir", "vocab", "hparams_set"?}.
+      checkpoint: the checkpoint prefix the weights came from.
+      run_dir: the directory run.json and hparams.json were read from.
+    """
+
+    model: keras.Model
+    hparams: HParams
+    vocabs: dict[str, Vocabulary]
+    run: dict[str, Any]
+    checkpoint: str
+    run_dir: str
+
+    @property
+    def hparams_set(self) -> str | None:
+        return self.run.get("hparams_set")
+
+
+def find_checkpoint(path: str) -> str:
+    """The checkpoint prefix `path` names: itself, or the newest in a directory.
+
+    Raises:
+      UserError: nothing at path, or a directory without checkpoints.
+    """
+    path = os.path.expanduser(path)
+    if tf.io.gfile.isdir(path):
+        newest = tf.train.latest_checkpoint(path)
+        if newest is None:
+            raise UserError(
+                f"directory {path} holds no checkpoint (no 'checkpoint' state file with "
+                "ckpt-N files); give the --output_dir t2t-trainer wrote, or a checkpoint "
+                "prefix such as TRAIN/ckpt-1000."
+            )
+        return newest
+    if tf.io.gfile.exists(path + ".index"):
+        return path
+    hint = " (give the prefix, without .index)" if path.endswith(".index") else ""
+    raise UserError(
+        f"checkpoint {path} does not exist{hint}; give a directory holding checkpoints "
+        "or a checkpoint prefix such as TRAIN/ckpt-1000 (the files ckpt-1000.index and "
+        "ckpt-1000.data-*)."
+    )
+
+
+def read_run_files(directory: str) -> tuple[dict[str, Any], HParams]:
+    """run.json and hparams.json of a training directory, the hparams in their class."""
+    run = run_dir.read_run(directory)
+    hparams_path = os.path.join(directory, run_dir.HPARAMS_FILE)
+    if run is None or not tf.io.gfile.exists(hparams_path):
+        raise UserError(
+            f"{directory} holds no {run_dir.RUN_FILE} and {run_dir.HPARAMS_FILE}, which "
+            "t2t-trainer writes into its --output_dir; point --output_dir at a training "
+            "directory (--checkpoint_path alone works when the checkpoint lies in one)."
+        )
+    model_class = registry.model(run["model"])
+    hparams_class = getattr(model_class, "hparams_class", None)
+    if hparams_class is None:
+        raise UserError(
+            f"model {run['model']!r} has no hparams_class attribute, so its "
+            f"{run_dir.HPARAMS_FILE} cannot be read; give the model class one."
+        )
+    with tf.io.gfile.GFile(hparams_path) as file:
+        hparams = hparams_class.from_json(file.read())
+    return run, hparams
+
+
+def load_vocabs(directory: str, run: dict[str, Any]) -> dict[str, Vocabulary]:
+    """The vocabularies run.json names, from the files copied into directory."""
+    vocabs = {}
+    for side, name in run.get("vocab", {}).items():
+        if name == "bytes":
+            vocabs[side] = ByteVocabulary()
+            continue
+        path = os.path.join(directory, name)
+        if not os.path.isfile(path):
+            raise UserError(
+                f"the vocabulary file {path} named in {run_dir.RUN_FILE} is missing; copy it "
+                "back from the problem's data_dir."
+            )
+        vocabs[side] = SentencePieceVocabulary.load(path)
+    missing = {"inputs", "targets"} - set(vocabs)
+    if missing:
+        raise UserError(
+            f"{os.path.join(directory, run_dir.RUN_FILE)} names no vocabulary for "
+            f"{', '.join(sorted(missing))}; it was not written by this version of t2t-trainer."
+        )
+    return vocabs
+
+
+def load_trained(
+    output_dir: str | None = None,
+    checkpoint_path: str | None = None,
+    hparams_set: str | None = None,
+    use_xla: bool = True,
+) -> TrainedModel:
+    """Builds the model a training directory describes and restores a checkpoint into it.
+
+    Args:
+      output_dir: the training directory (run.json, hparams.json, vocabularies);
+        its newest checkpoint unless checkpoint_path is given.
+      checkpoint_path: a checkpoint prefix or a directory (its newest); without
+        output_dir, the run files are read from the checkpoint's directory.
+      hparams_set: if given, the hparams set the caller expects; a model trained
+        with another one is refused, naming both.
+      use_xla: XLA-compile the model's attention cores.
+
+    Raises:
+      UserError: a missing path, run files or vocabulary, another hparams set,
+        or a checkpoint whose weights do not fit the model.
+    """
+    if not output_dir and not checkpoint_path:
+        raise UserError(
+            "no model to load: give --output_dir (a t2t-trainer training directory) or "
+            "--checkpoint_path (a checkpoint prefix or a directory of checkpoints)."
+        )
+    checkpoint = find_checkpoint(checkpoint_path or output_dir)
+    directory = os.path.expanduser(output_dir) if output_dir else os.path.dirname(checkpoint)
+    run, hparams = read_run_files(directory)
+    _check_hparams_set(run, hparams_set, f"{directory}/{run_dir.RUN_FILE}")
+    checkpoint_dir = os.path.dirname(checkpoint)
+    if output_dir and os.path.abspath(checkpoint_dir) != os.path.abspath(directory):
+        other = run_dir.read_run(checkpoint_dir)
+        if other is not None:
+            _check_hparams_set(other, run.get("hparams_set"), f"{checkpoint_dir}/run.json", run)
+    model = build_model(run["model"], hparams, use_xla=use_xla)
+    try:
+        restore_model(model, checkpoint)
+    except UserError as error:
+        raise UserError(
+            f"{error} The model was built from {directory}/{run_dir.HPARAMS_FILE} "
+            f"(hparams set {run.get('hparams_set', 'unrecorded')}); decode a checkpoint "
+            "with the run files of the training that wrote it."
+        ) from None
+    return TrainedModel(model, hparams, load_vocabs(directory, run), run, checkpoint, directory)
+
+
+def _check_hparams_set(
+    run: dict[str, Any],
+    expected: str | None,
+    where: str,
+    expected_run: dict[str, Any] | None = None,
+) -> None:
+    recorded = run.get("hparams_set")
+    if expected and recorded and expected != recorded:
+        source = "the --output_dir's run.json" if expected_run else "--hparams_set"
+        raise UserError(
+            f"the checkpoint was trained with hparams set {recorded!r} ({where}), but "
+            f"{source} says {expected!r}; a model's weights only fit the hparams they "
+            f"were trained with. Use --hparams_set={recorded} or the matching checkpoint."
+        )
