@@ -1,9 +1,71 @@
-"""Files written whole or not at all."""
+"""Text files read line by line with clear errors, and files written whole or not at all."""
 
 from __future__ import annotations
 
 import os
 import tempfile
+
+from t2t_keras.errors import UserError
+
+
+def read_text_lines(path: str, what: str = "the file") -> list[str]:
+    """The lines of a UTF-8 text file, without their line breaks.
+
+    Lines end at "\n" only (a file's lines as `wc -l` counts them), so text
+    holding U+2028 or form feeds keeps its line count.
+
+    Args:
+      path: the file.
+      what: how to name it in errors, e.g. "--decode_from_file".
+
+    Raises:
+      UserError: a missing or unreadable file, or invalid UTF-8 (naming the line).
+    """
+    try:
+        with open(os.path.expanduser(path), "rb") as file:
+            data = file.read()
+    except OSError as error:
+        raise UserError(f"{what} {path} cannot be read: {error.strerror}.") from None
+    raw_lines = data.split(b"\n")
+    if raw_lines[-1] == b"":  # The final line break ends the last line, it starts none.
+        raw_lines.pop()
+    lines = []
+    for number, raw in enumerate(raw_lines, start=1):
+        try:
+            lines.append(raw.decode("utf-8").removesuffix("\r"))
+        except UnicodeDecodeError as error:
+            raise UserError(
+                f"{what} {path}, line {number}: invalid UTF-8 ({error.reason} at byte "
+                f"{error.start} of the line); give UTF-8 text, e.g. convert it with "
+                "`iconv -f LATIN1 -t UTF-8`."
+            ) from None
+    return lines
+
+
+def check_writable(path: str, what: str = "the output file") -> None:
+    """Raises a UserError now, before any work, if path cannot be written.
+
+    Args:
+      path: a file to be created or replaced.
+      what: how to name it in errors, e.g. "--decode_to_file".
+    """
+    path = os.path.expanduser(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    problem = None
+    if os.path.isdir(path):
+        problem = "is a directory"
+    elif not os.path.isdir(directory):
+        problem = f"is in {directory}, which does not exist"
+    else:
+        try:  # Access checks can pass where a write fails (root, read-only mounts): try one.
+            with tempfile.TemporaryFile(dir=directory):
+                pass
+        except OSError as error:
+            problem = f"cannot be written ({error.strerror})"
+    if problem is None and os.path.exists(path) and not os.access(path, os.W_OK):
+        problem = "is read-only"
+    if problem:
+        raise UserError(f"{what} {path} {problem}; give a file path in a writable directory.")
 
 
 def write_atomically(data: bytes, path: str) -> None:

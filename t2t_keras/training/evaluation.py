@@ -18,6 +18,7 @@ import tensorflow as tf
 from t2t_keras.data.ids import EOS_ID, PAD_ID
 from t2t_keras.data.problem import Problem
 from t2t_keras.decoding.decoder import Decoder
+from t2t_keras.metrics.bracket_f1 import bracket_f1
 from t2t_keras.training.loss import correct_tokens, smoothed_cross_entropy_sum
 
 
@@ -31,7 +32,7 @@ class Evaluator:
       data_dir: where the dev shards are.
       max_batches: dev batches for loss and accuracy; 0 = the whole split.
       bleu_examples: dev sentences decoded for the problem's output metrics
-        ("bleu", "exact_match"); 0 = none.
+        ("bleu", "exact_match", "bracket_f1"); 0 = none.
       jit_compile: XLA-compile the beam search.
     """
 
@@ -118,7 +119,12 @@ def exact_match(hypotheses: list[str], references: list[str]) -> float:
     return same / max(len(references), 1)
 
 
-_OUTPUT_METRICS = {"bleu": bleu, "exact_match": exact_match}
+def labeled_bracket_f1(hypotheses: list[str], references: list[str]) -> float:
+    """Labeled bracket F1 (in %) of linearized parse trees."""
+    return bracket_f1(hypotheses, references).f1
+
+
+_OUTPUT_METRICS = {"bleu": bleu, "exact_match": exact_match, "bracket_f1": labeled_bracket_f1}
 
 
 def _padded_batches(rows: list[list[int]], batch_size: int) -> list[np.ndarray]:

@@ -1,0 +1,141 @@
+"""The installed t2t-bleu: three labelled numbers equal to sacrebleu's; bad input exits 2."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import sacremoses
+from sacrebleu.metrics import BLEU
+
+SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+_LINE = re.compile(r"^(BLEU \(.+\)) = (\d+\.\d\d)  (\S+)$")
+
+
+def run(binary: str, *args: str) -> subprocess.CompletedProcess:
+    """Runs an installed console script of this environment."""
+    script = Path(sys.executable).parent / binary
+    assert script.exists(), f"{binary} is not installed next to {sys.executable}"
+    return subprocess.run([str(script), *args], capture_output=True, text=True, timeout=120)
+
+
+def assert_user_error(result: subprocess.CompletedProcess, *fragments: str) -> None:
+    """Exit 2, one paragraph on stderr naming the problem, no traceback."""
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    message = result.stderr.strip().splitlines()[-1]
+    assert message.startswith(f"{Path(result.args[0]).name}: error: "), result.stderr
+    for fragment in fragments:
+        assert fragment in message
+
+
+def expected_scores(
+    hypotheses: list[str], references: list[str], language: str
+) -> list[tuple[str, str]]:
+    """(signature, score printed to 2 decimals) of the three conventions, from the libraries."""
+    tokenizer = sacremoses.MosesTokenizer(lang=language)
+
+    def paper(line: str) -> str:
+        tokens = tokenizer.tokenize(
+            line, escape=True, aggressive_dash_splits=False, return_str=True
+        )
+        return re.sub(r"(\S)-(\S)", r"\1 ##AT##-##AT## \2", tokens, flags=re.ASCII)
+
+    conventions = [
+        (BLEU(), hypotheses, references, ""),
+        (
+            BLEU(tokenize="none", smooth_method="none"),
+            [paper(line) for line in hypotheses],
+            [paper(line) for line in references],
+            f"pre:moses-{language}+atat|",
+        ),
+        (BLEU(lowercase=True), hypotheses, references, ""),
+    ]
+    expected = []
+    for metric, system, reference, prefix in conventions:
+        score = metric.corpus_score(system, [reference]).score
+        expected.append((prefix + str(metric.get_signature()), f"{score:.2f}"))
+    return expected
+
+
+def printed_scores(result: subprocess.CompletedProcess) -> list[tuple[str, str]]:
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert len(lines) == 3, result.stdout
+    matches = [_LINE.match(line) for line in lines]
+    assert all(matches), result.stdout
+    assert matches[0].group(1) == "BLEU (sacreBLEU: cased, detokenized)"
+    assert "uncased" in matches[2].group(1)
+    return [(match.group(3), match.group(2)) for match in matches]
+
+
+def test_prints_the_three_conventions(tmp_path: Path) -> None:
+    references = [
+        'Die "Mercedes-Benz"-Gruppe verdiente 1,5 Mrd. Euro & mehr.',
+        "Der EU-Kommissar sagte,\u2028es sei gut.",
+        "Im Jahr 2013 stiegen die Preise um 4,5 Prozent.",
+    ]
+    hypotheses = [
+        "Die Mercedes-Benz-Gruppe verdiente 1,5 Mrd. Euro & mehr.",
+        "der eu-kommissar sagte,\u2028es sei gut.",
+        "Im Jahr 2013 stiegen die Preise um 4,5 Prozent.",
+    ]
+    (tmp_path / "hyp.de").write_text("\n".join(hypotheses) + "\n", encoding="utf-8")
+    (tmp_path / "ref.de").write_text("\n".join(references) + "\n", encoding="utf-8")
+    result = run(
+        "t2t-bleu",
+        f"--translation={tmp_path / 'hyp.de'}",
+        f"--reference={tmp_path / 'ref.de'}",
+        "--language=de",
+    )
+    assert printed_scores(result) == expected_scores(hypotheses, references, "de")
+
+
+def test_real_newstest_sample(tmp_path: Path) -> None:
+    reference_path = SHARED_DATA / "wmt" / "newstest2013.de"
+    if not reference_path.is_file():
+        pytest.skip(f"{reference_path} is absent")
+    references = reference_path.read_text(encoding="utf-8").split("\n")[:1000]
+    # A stand-in system: every other sentence loses its last word, every third is lowercased.
+    hypotheses = [
+        (line.rsplit(" ", 1)[0] if index % 2 else line).lower() if index % 3 == 0 else line
+        for index, line in enumerate(references)
+    ]
+    (tmp_path / "hyp.de").write_text("\n".join(hypotheses) + "\n", encoding="utf-8")
+    (tmp_path / "ref.de").write_text("\n".join(references) + "\n", encoding="utf-8")
+    result = run(
+        "t2t-bleu",
+        f"--translation={tmp_path / 'hyp.de'}",
+        f"--reference={tmp_path / 'ref.de'}",
+        "--language=de",
+    )
+    assert printed_scores(result) == expected_scores(hypotheses, references, "de")
+
+
+@pytest.mark.parametrize(
+    ("content", "fragments"),
+    [
+        (None, ["missing.de cannot be read: No such file"]),
+        (b"eins\nzwei\n\xff drei\n", ["bad.de, line 3: invalid UTF-8"]),
+        (b"eins\nzwei\n", ["2 hypotheses but 3 references"]),
+    ],
+    ids=["missing_file", "invalid_utf8", "line_counts"],
+)
+def test_bad_files_exit_2(tmp_path: Path, content: bytes | None, fragments: list[str]) -> None:
+    (tmp_path / "ref.de").write_bytes(b"eins\nzwei\ndrei\n")
+    name = "missing.de" if content is None else "bad.de"
+    if content is not None:
+        (tmp_path / name).write_bytes(content)
+    result = run(
+        "t2t-bleu", f"--translation={tmp_path / name}", f"--reference={tmp_path / 'ref.de'}"
+    )
+    assert_user_error(result, *fragments)
+
+
+def test_missing_flag_exits_2(tmp_path: Path) -> None:
+    (tmp_path / "hyp.de").write_text("eins\n", encoding="utf-8")
+    result = run("t2t-bleu", f"--translation={tmp_path / 'hyp.de'}")
+    assert_user_error(result, "--reference is required")
