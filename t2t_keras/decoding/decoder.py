@@ -44,7 +44,9 @@ class Decoder(tf.Module):
         self.extra_length = hparams.extra_length if extra_length is None else extra_length
         self.max_length = hparams.max_length
         self.num_returned = self.beam_size if return_beams else 1
-        self._search = tf.function(self._search_ids, jit_compile=jit_compile)
+        # The compiled search itself, for rows already at most max_length long
+        # (graphs of unknown shape, such as a SavedModel's, truncate beforehand).
+        self.search = tf.function(self._search_ids, jit_compile=jit_compile)
 
     def __call__(self, inputs: Any) -> tuple[tf.Tensor, tf.Tensor]:
         """Decodes a batch.
@@ -59,7 +61,7 @@ class Decoder(tf.Module):
           beam_size with return_beams.
         """
         inputs = tf.convert_to_tensor(inputs, tf.int32)
-        return self._search(self._truncate(inputs))
+        return self.search(self._truncate(inputs))
 
     def _truncate(self, inputs: tf.Tensor) -> tf.Tensor:
         if inputs.shape[1] <= self.max_length:

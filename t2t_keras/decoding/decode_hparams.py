@@ -1,0 +1,45 @@
+"""Decoding settings: `--decode_hparams="beam_size=4,alpha=0.6,..."`.
+
+Unset search settings take the values of the hparams set the model was
+trained with: the paper's beam 4, alpha 0.6 and input length + 50 for
+translation; beam 21, alpha 0.3 and + 300 for parsing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from t2t_keras.hparam import HParams
+
+
+@dataclasses.dataclass(frozen=True)
+class DecodeHParams(HParams):
+    """How t2t-decoder searches, batches and writes."""
+
+    beam_size: int | None = None  # hypotheses kept per sentence; 1 = greedy; None = the set's
+    alpha: float | None = None  # length penalty exponent; None = the hparams set's
+    extra_length: int | None = None  # output may exceed input by this many tokens; None = set's
+    batch_size: int = 32  # sentences decoded together (file decoding sorts them by length)
+    return_beams: bool = False  # write every beam, tab-separated, best first
+    write_beam_scores: bool = False  # append the score(s) after the output, tab-separated
+    num_samples: int = 0  # decode only the split's first N examples; 0 = all of them
+
+    def validate(self) -> None:
+        for name in ("beam_size", "batch_size"):
+            value = getattr(self, name)
+            self.require(value is None or value >= 1, name, "at least 1")
+        for name in ("alpha", "extra_length", "num_samples"):
+            value = getattr(self, name)
+            self.require(value is None or value >= 0, name, "0 or more")
+
+    def resolved(self, model_hparams: Any) -> DecodeHParams:
+        """A copy whose unset search settings are the model hparams' values."""
+        return dataclasses.replace(
+            self,
+            **{
+                name: getattr(model_hparams, name)
+                for name in ("beam_size", "alpha", "extra_length")
+                if getattr(self, name) is None
+            },
+        )

@@ -1,0 +1,170 @@
+"""Exporting a trained model as a SavedModel that translates strings.
+
+The SavedModel is self-contained: the tokenizers (their model protos held in
+the graph), the trained weights and the XLA-compiled beam search. Its
+`serving_default` signature takes `inputs` [B] tf.string and returns
+`outputs` [B] tf.string and `scores` [B] float32 (with return_beams,
+[B, K] each, best first). Loading it needs only TensorFlow and, for
+SentencePiece vocabularies, `import tensorflow_text` to register the
+tokenizer ops.
+
+Versions follow TF Serving's layout: `export_dir/<version>`, an integer that
+grows with every export (the Unix time in seconds, as tf.estimator's
+exporters wrote). A version is written under a temporary name and renamed
+into place, so an interrupted export leaves no partial SavedModel where TF
+Serving looks.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from collections.abc import Callable
+
+import tensorflow as tf
+
+from t2t_keras.data.ids import EOS_ID, PAD_ID
+from t2t_keras.data.vocab import Vocabulary
+from t2t_keras.decoding.decoder import Decoder
+from t2t_keras.decoding.loading import TrainedModel
+from t2t_keras.errors import UserError
+
+SIGNATURE = "serving_default"
+_TEMPORARY_PREFIX = ".export-"
+
+
+def export_translator(
+    trained: TrainedModel,
+    export_dir: str,
+    beam_size: int | None = None,
+    alpha: float | None = None,
+    extra_length: int | None = None,
+    return_beams: bool = False,
+    jit_compile: bool = True,
+) -> str:
+    """Writes a SavedModel that translates strings into a new version of export_dir.
+
+    Args:
+      trained: the model with its weights and vocabularies.
+      export_dir: the directory of versions; created if missing.
+      beam_size, alpha, extra_length: the search, as for `Decoder`; they
+        default to the model's hparams.
+      return_beams: return all beam_size hypotheses per input, best first.
+      jit_compile: XLA-compile the beam search inside the SavedModel.
+
+    Returns:
+      The version directory written, export_dir/<version>.
+
+    Raises:
+      UserError: export_dir cannot be created or written.
+    """
+    export_dir = os.path.abspath(os.path.expanduser(export_dir))
+    temporary_dir = _make_temporary_dir(export_dir)
+    try:
+        decoder = Decoder(
+            trained.model, beam_size, alpha, extra_length, return_beams, jit_compile=jit_compile
+        )
+        translator = Translator(decoder, trained.vocabs["inputs"], trained.vocabs["targets"])
+        tf.saved_model.save(translator, temporary_dir, signatures={SIGNATURE: translator.translate})
+        return _move_into_place(temporary_dir, export_dir)
+    finally:
+        if tf.io.gfile.exists(temporary_dir):
+            tf.io.gfile.rmtree(temporary_dir)
+
+
+class Translator(tf.Module):
+    """What the SavedModel holds: vocabularies, weights and the `translate` function.
+
+    Keras 3 layer lists are invisible to TensorFlow's object tracking, so the
+    model's variables are attached here as a plain list of tf.Variables; the
+    Decoder itself is only captured by the traced function, which keeps the
+    Keras objects out of the SavedModel's object graph.
+
+    Args:
+      decoder: the search, over a model with trained weights.
+      inputs_vocab: encodes the inputs.
+      targets_vocab: decodes the outputs.
+    """
+
+    def __init__(
+        self, decoder: Decoder, inputs_vocab: Vocabulary, targets_vocab: Vocabulary
+    ) -> None:
+        super().__init__(name="translator")
+        self.inputs_vocab = inputs_vocab
+        self.targets_vocab = targets_vocab
+        self.model_variables = [variable.value for variable in decoder.model.variables]
+        self.translate = tf.function(
+            _translate_function(decoder, inputs_vocab, targets_vocab),
+            input_signature=[tf.TensorSpec([None], tf.string, name="inputs")],
+        )
+
+
+def _translate_function(
+    decoder: Decoder, inputs_vocab: Vocabulary, targets_vocab: Vocabulary
+) -> Callable[[tf.Tensor], dict[str, tf.Tensor]]:
+    """The serving computation: strings in, strings and scores out."""
+    # Decoder.__call__ truncates with a Python-side check of the static shape;
+    # here the shape is unknown, so encode_batch truncates in the graph.
+    search = decoder.search
+
+    def translate(inputs: tf.Tensor) -> dict[str, tf.Tensor]:
+        """[B] strings -> {"outputs": [B] strings, "scores": [B] float32} ([B, K] with beams)."""
+        ids = encode_batch(inputs_vocab, inputs, decoder.max_length)
+        output_ids, scores = search(ids)  # [B, N, L], [B, N]
+        if decoder.num_returned == 1:
+            return {"outputs": targets_vocab.tf_decode(output_ids[:, 0]), "scores": scores[:, 0]}
+        flat_ids = tf.reshape(output_ids, [-1, tf.shape(output_ids)[-1]])
+        outputs = tf.reshape(targets_vocab.tf_decode(flat_ids), tf.shape(scores))
+        return {"outputs": outputs, "scores": scores}
+
+    return translate
+
+
+def encode_batch(vocab: Vocabulary, texts: tf.Tensor, max_length: int) -> tf.Tensor:
+    """Encodes strings into the Decoder's input rows, in the graph.
+
+    Args:
+      vocab: the inputs vocabulary.
+      texts: [B] tf.string.
+      max_length: the model's longest input; longer rows keep their first
+        max_length - 1 tokens, then EOS, as `Decoder` truncates them.
+
+    Returns:
+      [B, S] int32: each row's tokens, EOS, then PAD; S the longest row.
+    """
+    tokens = vocab.tf_encode(texts)[:, : max_length - 1]  # [B, (T)]
+    eos = tf.RaggedTensor.from_tensor(tf.fill([tokens.nrows(), 1], tf.constant(EOS_ID, tf.int32)))
+    return tf.concat([tf.cast(tokens, tf.int32), eos], axis=1).to_tensor(default_value=PAD_ID)
+
+
+def _make_temporary_dir(export_dir: str) -> str:
+    """Creates a hidden directory inside export_dir for the SavedModel being written."""
+    temporary_dir = os.path.join(export_dir, f"{_TEMPORARY_PREFIX}{uuid.uuid4().hex}")
+    try:
+        tf.io.gfile.makedirs(temporary_dir)
+    except (OSError, tf.errors.OpError) as error:
+        raise UserError(
+            f"cannot write the export directory {export_dir} ({_first_line(error)}); give "
+            "--export_dir a directory you may write to (it is created if missing)."
+        ) from None
+    return temporary_dir
+
+
+def _move_into_place(temporary_dir: str, export_dir: str) -> str:
+    """Renames the written SavedModel to a new version: now, or past the newest one."""
+    while True:
+        existing = [int(name) for name in tf.io.gfile.listdir(export_dir) if name.isdecimal()]
+        version = max([int(time.time()), *(number + 1 for number in existing)])
+        version_dir = os.path.join(export_dir, str(version))
+        try:
+            # Renaming onto a path that exists fails, so no version is ever replaced.
+            tf.io.gfile.rename(temporary_dir, version_dir, overwrite=False)
+            return version_dir
+        except tf.errors.AlreadyExistsError:
+            continue  # Another export took this version in the meantime.
+
+
+def _first_line(error: Exception) -> str:
+    lines = str(error).strip().splitlines()
+    return lines[0] if lines else type(error).__name__

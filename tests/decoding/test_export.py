@@ -1,0 +1,129 @@
+"""Exported SavedModels translate strings like the in-process Decoder, without t2t_keras."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from t2t_keras.data.ids import EOS_ID, PAD_ID
+from t2t_keras.decoding import Decoder
+from t2t_keras.decoding.export import export_translator
+from t2t_keras.decoding.loading import TrainedModel, load_trained
+
+LOADER = Path(__file__).with_name("load_exported.py")
+LONG_LINE = "seven " * 300
+INPUTS = [
+    "three hundred forty two",
+    "",
+    "zwölf — ünd 日本語",
+    LONG_LINE,
+    "nineteen",
+    "one thousand two hundred",
+]
+
+
+def run(binary: str, *args: str) -> subprocess.CompletedProcess:
+    """Runs an installed console script of this environment."""
+    script = Path(sys.executable).parent / binary
+    assert script.exists(), f"{binary} is not installed next to {sys.executable}"
+    return subprocess.run([str(script), *args], capture_output=True, text=True, timeout=120)
+
+
+def assert_user_error(result: subprocess.CompletedProcess, *fragments: str) -> None:
+    """Exit 2, one paragraph on stderr naming the problem, no traceback."""
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    message = result.stderr.strip().splitlines()[-1]
+    assert message.startswith(f"{Path(result.args[0]).name}: error: "), result.stderr
+    for fragment in fragments:
+        assert fragment in message
+
+
+def translate_in_subprocess(saved_model: Path, inputs: list[str]) -> dict:
+    """The SavedModel's outputs, from a Python that refuses to import t2t_keras."""
+    result = subprocess.run(
+        [sys.executable, str(LOADER), str(saved_model)],
+        input=json.dumps(inputs),
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def decode_in_process(trained: TrainedModel, inputs: list[str]) -> tuple[list[str], np.ndarray]:
+    """Best translations and scores from Decoder, with the model's search settings."""
+    rows = [[*trained.vocabs["inputs"].encode(text), EOS_ID] for text in inputs]
+    width = max(len(row) for row in rows)
+    batch = np.array([row + [PAD_ID] * (width - len(row)) for row in rows], np.int32)
+    ids, scores = Decoder(trained.model)(batch)
+    outputs = [trained.vocabs["targets"].decode(best) for best in ids.numpy()[:, 0]]
+    return outputs, scores.numpy()[:, 0]
+
+
+def test_saved_model_translates_like_decoder_without_the_project(
+    trained_dir: Path, tmp_path: Path
+) -> None:
+    training_copy = tmp_path / "train"
+    shutil.copytree(trained_dir, training_copy)
+    trained = load_trained(str(training_copy))
+    assert len(trained.vocabs["inputs"].encode(LONG_LINE)) > trained.hparams.max_length
+    export_dir = training_copy / "export"
+    newest = int(time.time()) + 1000
+    (export_dir / str(newest)).mkdir(parents=True)
+    (export_dir / str(newest) / "kept").write_text("an existing version")
+
+    version_dir = Path(export_translator(trained, str(export_dir)))
+
+    # A new version past the newest; nothing else left behind, nothing replaced.
+    assert version_dir == export_dir / str(newest + 1)
+    assert sorted(path.name for path in export_dir.iterdir()) == [str(newest), str(newest + 1)]
+    assert (export_dir / str(newest) / "kept").read_text() == "an existing version"
+    # Self-contained: it serves from elsewhere once the training directory is gone.
+    served = tmp_path / "served" / "1"
+    served.parent.mkdir()
+    shutil.move(version_dir, served)
+    shutil.rmtree(training_copy)
+    exported = translate_in_subprocess(served, INPUTS)
+
+    expected_outputs, expected_scores = decode_in_process(trained, INPUTS)
+    assert exported["outputs"] == expected_outputs
+    np.testing.assert_allclose(exported["scores"], expected_scores, atol=1e-4)
+
+
+def test_exporter_writes_a_new_version(trained_dir: Path, tmp_path: Path) -> None:
+    export_dir = tmp_path / "export"
+    start = int(time.time())
+    result = run(
+        "t2t-exporter",
+        f"--output_dir={trained_dir}",
+        f"--export_dir={export_dir}",
+        "--decode_hparams=beam_size=2, alpha=0.5,extra_length=10",
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.strip().splitlines()
+    version_dir = Path(lines[0])
+    assert version_dir.parent == export_dir
+    assert start <= int(version_dir.name) <= time.time()
+    assert (version_dir / "saved_model.pb").is_file()
+    assert list(export_dir.iterdir()) == [version_dir]
+    assert 'signatures["serving_default"]' in lines[1] and "tensorflow_text" in lines[1]
+    assert not (trained_dir / "export").exists()
+
+
+def test_exporter_bad_input_exits_2(trained_dir: Path, tmp_path: Path) -> None:
+    missing = run("t2t-exporter", f"--checkpoint_path={trained_dir / 'ckpt-999'}")
+    assert_user_error(missing, "ckpt-999 does not exist")
+    unknown = run(
+        "t2t-exporter", f"--output_dir={trained_dir}", "--decode_hparams=beam_size=4,beam=2"
+    )
+    assert_user_error(unknown, "Unknown hparam 'beam'", "beam_size")
+    file_only = run("t2t-exporter", f"--output_dir={trained_dir}", "--decode_hparams=batch_size=8")
+    assert_user_error(file_only, "sets batch_size, which an exported model does not have")
