@@ -4,35 +4,13 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from binaries import assert_user_error, run
 
-BINARIES = ["t2t-datagen", "t2t-trainer", "t2t-decoder"]
-
-
-def run(binary: str, *args: str) -> subprocess.CompletedProcess:
-    """Runs an installed console script of this environment."""
-    script = Path(sys.executable).parent / binary
-    assert script.exists(), f"{binary} is not installed next to {sys.executable}"
-    return subprocess.run([str(script), *args], capture_output=True, text=True, timeout=120)
-
-
-def assert_user_error(result: subprocess.CompletedProcess, *fragments: str) -> None:
-    """Exit 2, one paragraph on stderr naming the problem, no traceback.
-
-    TensorFlow may print start-up lines of its own before; the program's
-    message is the last line, a single paragraph.
-    """
-    assert result.returncode == 2, result.stderr
-    assert "Traceback" not in result.stderr
-    message = result.stderr.strip().splitlines()[-1]
-    assert message.startswith(f"{Path(result.args[0]).name}: error: "), result.stderr
-    for fragment in fragments:
-        assert fragment in message
+BINARIES = ["t2t-datagen", "t2t-trainer", "t2t-decoder", "t2t-avg-checkpoints", "t2t-exporter"]
 
 
 @pytest.mark.parametrize("binary", BINARIES)
@@ -90,7 +68,7 @@ _TRAIN = [
             ["Did you mean: transformer_base"],
         ),
         (
-            "t2t-decoder",
+            "t2t-trainer",
             [
                 "--hparams_set=transformer_base",
                 "--hparams=dropout=0.1,num_head=4",

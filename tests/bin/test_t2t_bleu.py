@@ -4,32 +4,15 @@ from __future__ import annotations
 
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import sacremoses
+from binaries import assert_user_error, run
 from sacrebleu.metrics import BLEU
 
 SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 _LINE = re.compile(r"^(BLEU \(.+\)) = (\d+\.\d\d)  (\S+)$")
-
-
-def run(binary: str, *args: str) -> subprocess.CompletedProcess:
-    """Runs an installed console script of this environment."""
-    script = Path(sys.executable).parent / binary
-    assert script.exists(), f"{binary} is not installed next to {sys.executable}"
-    return subprocess.run([str(script), *args], capture_output=True, text=True, timeout=120)
-
-
-def assert_user_error(result: subprocess.CompletedProcess, *fragments: str) -> None:
-    """Exit 2, one paragraph on stderr naming the problem, no traceback."""
-    assert result.returncode == 2, result.stderr
-    assert "Traceback" not in result.stderr
-    message = result.stderr.strip().splitlines()[-1]
-    assert message.startswith(f"{Path(result.args[0]).name}: error: "), result.stderr
-    for fragment in fragments:
-        assert fragment in message
 
 
 def expected_scores(

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from binaries import assert_user_error, run
 
 from t2t_keras.data.ids import EOS_ID, PAD_ID
 from t2t_keras.decoding import Decoder
@@ -26,23 +27,6 @@ INPUTS = [
     "nineteen",
     "one thousand two hundred",
 ]
-
-
-def run(binary: str, *args: str) -> subprocess.CompletedProcess:
-    """Runs an installed console script of this environment."""
-    script = Path(sys.executable).parent / binary
-    assert script.exists(), f"{binary} is not installed next to {sys.executable}"
-    return subprocess.run([str(script), *args], capture_output=True, text=True, timeout=120)
-
-
-def assert_user_error(result: subprocess.CompletedProcess, *fragments: str) -> None:
-    """Exit 2, one paragraph on stderr naming the problem, no traceback."""
-    assert result.returncode == 2, result.stderr
-    assert "Traceback" not in result.stderr
-    message = result.stderr.strip().splitlines()[-1]
-    assert message.startswith(f"{Path(result.args[0]).name}: error: "), result.stderr
-    for fragment in fragments:
-        assert fragment in message
 
 
 def translate_in_subprocess(saved_model: Path, inputs: list[str]) -> dict:

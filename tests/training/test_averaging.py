@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tensorflow as tf
+from binaries import assert_user_error
 
 from t2t_keras.decoding.loading import load_trained, read_run_files
 from t2t_keras.errors import UserError
@@ -48,20 +49,6 @@ def run_concurrently(*commands: list[str]) -> list[subprocess.CompletedProcess]:
             subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
         )
     return results
-
-
-def assert_user_error(result: subprocess.CompletedProcess, *fragments: str) -> None:
-    """Exit 2, one paragraph on stderr naming the problem, no traceback.
-
-    TensorFlow may print start-up lines of its own before; the program's
-    message is the last line, a single paragraph.
-    """
-    assert result.returncode == 2, result.stderr
-    assert "Traceback" not in result.stderr
-    message = result.stderr.strip().splitlines()[-1]
-    assert message.startswith(f"{Path(result.args[0]).name}: error: "), result.stderr
-    for fragment in fragments:
-        assert fragment in message
 
 
 def copy_training(trained_dir: Path, target: Path) -> Path:
