@@ -26,6 +26,7 @@ from t2t_keras.files import write_atomically
 _MODEL_TYPES = ("bpe", "unigram")
 _TOO_MANY_PIECES = "Vocabulary size too high"
 _NO_SENTENCES = "!sentences_.empty()"
+_RESERVED_PIECES = {PAD_ID: "<pad>", EOS_ID: "</s>", UNK_ID: "<unk>"}
 
 
 class VocabularyError(UserError, ValueError):
@@ -87,6 +88,33 @@ class Vocabulary(tf.Module, abc.ABC):
             if token != PAD_ID:
                 kept.append(token)
         return self._decode_ids(kept)
+
+    def pieces(self, ids: Sequence[int]) -> list[str]:
+        """The token each id stands for, one label per id, e.g. to label a plot's axes.
+
+        Unlike `decode`, nothing is skipped or joined: PAD is "<pad>", EOS
+        "</s>", UNK "<unk>", and an id outside the vocabulary "<id N>".
+
+        Args:
+          ids: the ids.
+
+        Returns:
+          One label per id, in order.
+        """
+        labels = []
+        for token in ids:
+            token = int(token)
+            if token in _RESERVED_PIECES:
+                labels.append(_RESERVED_PIECES[token])
+            elif 0 <= token < self.vocab_size:
+                labels.append(self._piece(token))
+            else:
+                labels.append(f"<id {token}>")
+        return labels
+
+    def _piece(self, token: int) -> str:
+        """The label of one id in [3, vocab_size); by default its decoded text."""
+        return self._decode_ids([token])
 
     def tf_decode(self, ids: tf.Tensor) -> tf.Tensor:
         """Decodes a batch of id rows in the graph, each up to its first EOS, skipping PAD.
@@ -221,6 +249,10 @@ class SentencePieceVocabulary(Vocabulary):
     def _decode_ids(self, ids: list[int]) -> str:
         return self._processor.decode(ids)
 
+    def _piece(self, token: int) -> str:
+        # The piece as SentencePiece writes it: "▁" marks the start of a word.
+        return self._processor.id_to_piece(token)
+
     def tf_encode(self, texts: tf.Tensor) -> tf.RaggedTensor:
         """Encodes [B] strings into [B, (T)] int32 piece ids in the graph, without EOS."""
         return self.tokenizer.tokenize(texts)
@@ -247,6 +279,14 @@ class ByteVocabulary(Vocabulary):
         # UNK and ids out of range carry no byte; invalid UTF-8 becomes U+FFFD.
         data = bytes(i - self._OFFSET for i in ids if self._OFFSET <= i < self.vocab_size)
         return data.decode("utf-8", errors="replace")
+
+    def _piece(self, token: int) -> str:
+        # Printable ASCII as itself, space as SentencePiece's "▁", other bytes
+        # (parts of multi-byte characters, controls) as SentencePiece's "<0xNN>".
+        byte = token - self._OFFSET
+        if byte == 0x20:
+            return "\u2581"
+        return chr(byte) if 0x20 < byte < 0x7F else f"<0x{byte:02X}>"
 
     def tf_encode(self, texts: tf.Tensor) -> tf.RaggedTensor:
         """Encodes [B] strings into [B, (T)] int32 byte ids in the graph, without EOS."""

@@ -121,14 +121,8 @@ class Transformer(keras.Model):
 
     def encode(self, inputs: tf.Tensor, training: bool = False) -> tuple[tf.Tensor, tf.Tensor]:
         """[B, S] ids -> (encoder output [B, S, D], padding bias [B, 1, 1, S])."""
-        self._check_length(inputs, "inputs")
-        bias = padding_bias(inputs)
-        x = self._embed(self.source_embedding, inputs, 0, 0, training)
-        for layer in self.encoder_layers:
-            x = layer(x, bias, training=training)
-        if self.final_norms:
-            x = self.final_norms[0](x)
-        return x, bias
+        memory, bias, _ = self._encoder_stack(inputs, training, return_weights=False)
+        return memory, bias
 
     def decode(
         self,
@@ -138,13 +132,84 @@ class Transformer(keras.Model):
         training: bool = False,
     ) -> tf.Tensor:
         """Teacher-forced decoder: targets [B, T] -> logits [B, T, vocab] float32."""
+        x, _ = self._decoder_stack(targets, memory, memory_bias, training, return_weights=False)
+        return self._logits(x)
+
+    def attention_weights(
+        self, inputs: tf.Tensor, targets: tf.Tensor
+    ) -> dict[str, list[tf.Tensor]]:
+        """Attention probabilities of every layer and head in one teacher-forced pass.
+
+        Runs the same encoder and decoder as `call` (training=False) and
+        changes nothing in the model.
+
+        Args:
+          inputs: [B, S] int ids, each row ending with EOS then PAD.
+          targets: [B, T] int ids, each row ending with EOS then PAD.
+
+        Returns:
+          float32 weights, one tensor per layer, bottom layer first:
+          {"encoder": [B, H, S, S], "decoder": [B, H, T, T],
+           "encoder_decoder": [B, H, T, S]}; rows are queries, columns keys.
+        """
+        inputs = tf.convert_to_tensor(inputs, tf.int32)
+        targets = tf.convert_to_tensor(targets, tf.int32)
+        memory, memory_bias, encoder = self._encoder_stack(inputs, False, return_weights=True)
+        _, (decoder, encoder_decoder) = self._decoder_stack(
+            targets, memory, memory_bias, False, return_weights=True
+        )
+        kinds = {"encoder": encoder, "decoder": decoder, "encoder_decoder": encoder_decoder}
+        return {kind: [tf.cast(w, tf.float32) for w in weights] for kind, weights in kinds.items()}
+
+    def _encoder_stack(
+        self, inputs: tf.Tensor, training: bool, return_weights: bool
+    ) -> tuple[tf.Tensor, tf.Tensor, list[tf.Tensor]]:
+        """[B, S] ids -> (output [B, S, D], bias [B, 1, 1, S], per-layer weights [B, H, S, S]).
+
+        The weights list is empty unless return_weights.
+        """
+        self._check_length(inputs, "inputs")
+        bias = padding_bias(inputs)
+        x = self._embed(self.source_embedding, inputs, 0, 0, training)
+        weights = []
+        for layer in self.encoder_layers:
+            x = layer(x, bias, training=training, return_weights=return_weights)
+            if return_weights:
+                x, layer_weights = x
+                weights.append(layer_weights)
+        if self.final_norms:
+            x = self.final_norms[0](x)
+        return x, bias, weights
+
+    def _decoder_stack(
+        self,
+        targets: tf.Tensor,
+        memory: tf.Tensor,
+        memory_bias: tf.Tensor,
+        training: bool,
+        return_weights: bool,
+    ) -> tuple[tf.Tensor, tuple[list[tf.Tensor], list[tf.Tensor]]]:
+        """Teacher-forced decoder stack: targets [B, T] -> top layer output [B, T, D].
+
+        Returns:
+          (output, (self-attention weights [B, H, T, T] per layer,
+          encoder-decoder weights [B, H, T, S] per layer)); the lists are
+          empty unless return_weights.
+        """
         self._check_length(targets, "targets")
         decoder_input = tf.pad(targets, [[0, 0], [1, 0]])[:, :-1]  # Shift right.
         x = self._embed(self.target_embedding, decoder_input, 1, 0, training)
         self_bias = causal_bias(tf.shape(targets)[1])
+        self_weights, memory_weights = [], []
         for layer in self.decoder_layers:
-            x = layer(x, memory, self_bias, memory_bias, training=training)
-        return self._logits(x)
+            x = layer(
+                x, memory, self_bias, memory_bias, training=training, return_weights=return_weights
+            )
+            if return_weights:
+                x, (layer_self, layer_memory) = x
+                self_weights.append(layer_self)
+                memory_weights.append(layer_memory)
+        return x, (self_weights, memory_weights)
 
     # Incremental decoding.
 

@@ -199,3 +199,17 @@ def test_bad_training_options_raise_clear_errors(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="smaller than required_chars"):
         SentencePieceVocabulary.train(iter(SMALL_CORPUS), str(tmp_path / "v.model"), 8)
     assert not (tmp_path / "v.model").exists()
+
+
+def test_pieces_label_every_id(small_vocab: SentencePieceVocabulary) -> None:
+    ids = small_vocab.encode("A little girl.")
+    pieces = small_vocab.pieces([*ids, EOS_ID, PAD_ID, UNK_ID, small_vocab.vocab_size])
+    assert pieces[len(ids) :] == ["</s>", "<pad>", "<unk>", f"<id {small_vocab.vocab_size}>"]
+    # The pieces are the subwords themselves: joined, with "▁" as the space, the text.
+    assert "".join(pieces[: len(ids)]).replace("\u2581", " ").strip() == "A little girl."
+
+
+def test_byte_pieces() -> None:
+    vocab = ByteVocabulary()
+    ids = [*vocab.encode("a é\n"), EOS_ID]
+    assert vocab.pieces(ids) == ["a", "\u2581", "<0xC3>", "<0xA9>", "<0x0A>", "</s>"]
