@@ -1,6 +1,16 @@
-"""t2t-decoder: translates with a trained model.
+"""t2t-decoder: translates with a trained model and scores the translations.
 
-t2t-decoder --output_dir=TRAIN --decode_from_file=IN --decode_to_file=OUT
+    t2t-decoder --output_dir=TRAIN --decode_from_file=IN --decode_to_file=OUT \
+        [--decode_reference=REF] [--decode_hparams="beam_size=4,alpha=0.6"]
+    t2t-decoder --output_dir=TRAIN                 # the problem's test split, scored
+    t2t-decoder --output_dir=TRAIN --decode_interactive
+
+--output_dir is what t2t-trainer wrote (hparams.json, run.json, vocabularies,
+checkpoints); its newest checkpoint is used unless --checkpoint_path names
+one. Output has exactly one line per input line, in input order; empty input
+lines give empty output lines. Input must be UTF-8: invalid bytes are an
+error naming the line. Inputs longer than the model's max_length are cut to
+it (the count is logged).
 """
 
 from __future__ import annotations
@@ -9,20 +19,117 @@ from absl import flags
 
 from t2t_keras import registry
 from t2t_keras.bin import common
+from t2t_keras.data import Problem
+from t2t_keras.decoding import decode
+from t2t_keras.decoding.decode_hparams import DecodeHParams
+from t2t_keras.decoding.loading import load_trained
+from t2t_keras.decoding.translate import Translator
+from t2t_keras.errors import UserError
 
-common.define_flags(with_model=True)
-flags.DEFINE_string("data_dir", None, "Directory of the problem's vocabulary.")
-flags.DEFINE_string("output_dir", None, "Training directory holding the checkpoints.")
+common.define_flags(with_model=False)
+flags.DEFINE_string("output_dir", None, "Training directory t2t-trainer wrote.")
+flags.DEFINE_string(
+    "checkpoint_path",
+    None,
+    "A checkpoint prefix (TRAIN/ckpt-1000) or a directory (its newest); default: the newest "
+    "in --output_dir. Without --output_dir, the run files beside it are used.",
+)
+flags.DEFINE_string(
+    "hparams_set", None, "If given, refuse a model trained with another hparams set."
+)
+flags.DEFINE_string(
+    "decode_hparams",
+    "",
+    "Comma-separated name=value decoding settings. Fields:\n" + DecodeHParams.help_text(),
+)
+flags.DEFINE_string("decode_from_file", None, "Translate this UTF-8 file, one sentence a line.")
+flags.DEFINE_string(
+    "decode_to_file",
+    None,
+    "Write the outputs here (default with --decode_from_file: "
+    "IN.<hparams_set>.beam<K>.alpha<A>.decodes beside it).",
+)
+flags.DEFINE_string(
+    "decode_reference", None, "References of --decode_from_file: print sacreBLEU and its signature."
+)
+flags.DEFINE_bool("decode_interactive", False, "Translate lines typed on stdin until EOF.")
+flags.DEFINE_string("data_dir", None, "Data of the problem (default: the one trained on).")
+flags.DEFINE_string(
+    "decode_split", "test", "Without --decode_from_file: the split of the problem to decode."
+)
+flags.DEFINE_string(
+    "attention_plot_dir", None, "Write attention heat maps (PNG) and index.html here."
+)
+flags.DEFINE_integer(
+    "attention_plot_sentences", 3, "Sentences to plot (the first ones decoded).", lower_bound=1
+)
+flags.DEFINE_bool("xla", True, "XLA-compile the search and attention.")
 FLAGS = flags.FLAGS
 
 
 def main() -> int:
     if common.start():
         return 0
-    common.resolve_problem()
-    common.resolve_hparams()
-    registry.model(FLAGS.model)
-    common.unavailable("decoding")
+    if FLAGS.decode_interactive and FLAGS.decode_from_file:
+        raise UserError("give either --decode_from_file or --decode_interactive, not both.")
+    if FLAGS.decode_reference and not FLAGS.decode_from_file:
+        raise UserError("--decode_reference scores --decode_from_file; give that file too.")
+    if FLAGS.decode_to_file and FLAGS.decode_interactive:
+        raise UserError("--decode_interactive prints its outputs; drop --decode_to_file.")
+    decode_hparams = DecodeHParams().override(FLAGS.decode_hparams)
+    trained = load_trained(FLAGS.output_dir, FLAGS.checkpoint_path, FLAGS.hparams_set, FLAGS.xla)
+    problem = _problem(trained.run)
+    translator = Translator(trained.model, trained.vocabs, decode_hparams, FLAGS.xla)
+    print(f"Decoding with {trained.checkpoint} ({_settings(translator)}).", flush=True)
+    if FLAGS.decode_interactive:
+        decode.decode_interactive(translator)
+        return 0
+    if FLAGS.decode_from_file:
+        decoded = decode.decode_file(
+            translator,
+            FLAGS.decode_from_file,
+            FLAGS.decode_to_file or _default_output(translator, trained.hparams_set),
+            FLAGS.decode_reference,
+            problem.eval_metrics() if problem else ("bleu",),
+        )
+    else:
+        if problem is None:
+            raise UserError(
+                f"problem {trained.run['problem']!r} of the training is not registered; "
+                "pass its --t2t_usr_dir, or decode a file with --decode_from_file."
+            )
+        data_dir = FLAGS.data_dir or trained.run.get("data_dir")
+        decoded = decode.decode_split(
+            translator, problem, data_dir, FLAGS.decode_split, FLAGS.decode_to_file
+        )
+    if FLAGS.attention_plot_dir:
+        decode.plot_attention(
+            trained, translator, decoded, FLAGS.attention_plot_dir, FLAGS.attention_plot_sentences
+        )
+    return 0
+
+
+def _problem(run: dict) -> Problem | None:
+    """The trained problem, checked against --problem if given (None if not registered)."""
+    if FLAGS.problem and FLAGS.problem != run["problem"]:
+        raise UserError(
+            f"the model was trained on problem {run['problem']!r}, not {FLAGS.problem!r} "
+            "(--problem); drop --problem or decode a model of that problem."
+        )
+    if run["problem"] not in registry.list_problems():
+        return None
+    return registry.problem(run["problem"])
+
+
+def _settings(translator: Translator) -> str:
+    h = translator.hparams
+    return f"beam {h.beam_size}, alpha {h.alpha}, extra length {h.extra_length}"
+
+
+def _default_output(translator: Translator, hparams_set: str | None) -> str:
+    h = translator.hparams
+    name = hparams_set or "model"
+    return f"{FLAGS.decode_from_file}.{name}.beam{h.beam_size}.alpha{h.alpha}.decodes"
 
 
 def run() -> None:

@@ -1,0 +1,193 @@
+"""What t2t-decoder does: decode a file, a problem's split, or lines typed in, and score.
+
+Every mode writes exactly one output line per input line, in input order.
+Input must be UTF-8: a file with invalid UTF-8 is refused before decoding,
+naming the line (nothing is written).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any, TextIO
+
+from absl import logging
+
+from t2t_keras.data.problem import Problem
+from t2t_keras.decoding.loading import TrainedModel
+from t2t_keras.decoding.translate import Translation, Translator
+from t2t_keras.errors import UserError
+from t2t_keras.files import check_writable, read_text_lines, write_atomically
+from t2t_keras.metrics import bleu as bleu_metrics
+from t2t_keras.metrics.bracket_f1 import bracket_f1
+from t2t_keras.training.evaluation import exact_match
+
+
+@dataclasses.dataclass
+class Decoded:
+    """Inputs, their translations in the same order, and the scores printed."""
+
+    sources: list[str]
+    translations: list[Translation]
+    scores: dict[str, float] = dataclasses.field(default_factory=dict)
+
+
+def report_progress(done: int, total: int, seconds: float) -> None:
+    """Logs sentences done and sentences per second."""
+    rate = done / seconds if seconds > 0 else 0.0
+    logging.info("Decoded %d/%d sentences (%.1f sentences/s).", done, total, rate)
+
+
+def decode_file(
+    translator: Translator,
+    from_file: str,
+    to_file: str | None,
+    reference_file: str | None = None,
+    metrics: Sequence[str] = ("bleu",),
+    out: TextIO = sys.stdout,
+) -> Decoded:
+    """Translates every line of from_file into to_file (or `out`), then scores if asked.
+
+    Args:
+      translator: the model and settings.
+      from_file: UTF-8 text, one sentence per line.
+      to_file: where the outputs go, written whole at the end; None = `out`.
+      reference_file: references, one per input line: print the scores.
+      metrics: the problem's metrics; sacreBLEU is printed with a reference in any case.
+      out: where scores (and outputs without to_file) are printed.
+
+    Returns:
+      The inputs, their translations and the scores printed.
+    """
+    sources = read_text_lines(from_file, "--decode_from_file")
+    references = None
+    if reference_file:
+        references = read_text_lines(reference_file, "--decode_reference")
+        if len(references) != len(sources):
+            raise UserError(
+                f"--decode_reference {reference_file} has {len(references)} lines but "
+                f"--decode_from_file {from_file} has {len(sources)}; give one reference "
+                "per input line."
+            )
+    if to_file:
+        check_writable(to_file, "--decode_to_file")
+    translations = translator.translate(sources, report_progress)
+    write_outputs(translations, translator, to_file, out)
+    decoded = Decoded(sources, translations)
+    if references is not None:
+        hypotheses = [t.text for t in translations]
+        decoded.scores = print_scores(hypotheses, references, ("bleu", *metrics), out)
+    return decoded
+
+
+def decode_split(
+    translator: Translator,
+    problem: Problem,
+    data_dir: str,
+    split: str,
+    to_file: str | None = None,
+    out: TextIO = sys.stdout,
+) -> Decoded:
+    """Translates a problem's split (its first num_samples examples) and prints its scores.
+
+    Returns:
+      The inputs, their translations and the problem's metrics.
+    """
+    if split not in problem.dataset_splits:
+        raise UserError(
+            f"problem {problem.name} has no {split!r} split; it has "
+            f"{', '.join(problem.dataset_splits)}."
+        )
+    if to_file:
+        check_writable(to_file, "--decode_to_file")
+    count = translator.hparams.num_samples or -1
+    pairs = problem.text_examples(data_dir, split, count)
+    sources, references = [source for source, _ in pairs], [target for _, target in pairs]
+    translations = translator.translate(sources, report_progress)
+    if to_file:
+        write_outputs(translations, translator, to_file, out)
+    print(f"{problem.name} {split}, {len(pairs)} sentences:", file=out)
+    hypotheses = [t.text for t in translations]
+    scores = print_scores(hypotheses, references, problem.eval_metrics(), out)
+    return Decoded(sources, translations, scores)
+
+
+def decode_interactive(
+    translator: Translator, lines: TextIO = sys.stdin, out: TextIO = sys.stdout
+) -> int:
+    """Translates each line typed (or piped) in as soon as it is read; returns how many."""
+    prompt = lines.isatty()
+    write_scores = translator.hparams.write_beam_scores
+    count = 0
+    while True:
+        if prompt:
+            print("> ", end="", file=sys.stderr, flush=True)
+        line = lines.readline()
+        if not line:
+            return count
+        (translation,) = translator.translate([line.rstrip("\r\n")])
+        print(translation.line(write_scores), file=out, flush=True)
+        count += 1
+
+
+def write_outputs(
+    translations: list[Translation], translator: Translator, to_file: str | None, out: TextIO
+) -> None:
+    """One line per translation into to_file (atomically) or onto `out`."""
+    write_scores = translator.hparams.write_beam_scores
+    lines = [t.line(write_scores) for t in translations]
+    if to_file is None:
+        for line in lines:
+            print(line, file=out)
+        return
+    text = "".join(f"{line}\n" for line in lines)
+    write_atomically(text.encode("utf-8"), os.path.expanduser(to_file))
+    logging.info("Wrote %d lines to %s.", len(lines), to_file)
+
+
+def print_scores(
+    hypotheses: list[str], references: list[str], metrics: Sequence[str], out: TextIO
+) -> dict[str, float]:
+    """Prints one line per distinct metric; returns their values."""
+    values = {}
+    for name in dict.fromkeys(metrics):
+        values[name], line = _score(name, hypotheses, references)
+        print(line, file=out)
+    return values
+
+
+def plot_attention(
+    trained: TrainedModel,
+    translator: Translator,
+    decoded: Decoded,
+    plot_dir: str,
+    count: int,
+) -> list[str]:
+    """Attention heat maps of the first `count` non-empty inputs and their outputs."""
+    # matplotlib is imported only when plots are asked for.
+    from t2t_keras.decoding.attention_plots import write_attention_plots
+
+    rows, _ = translator.encode(decoded.sources)
+    examples = [
+        (row, translation.ids[0])
+        for row, translation in zip(rows, decoded.translations, strict=True)
+        if row and translation.ids
+    ][:count]
+    paths = write_attention_plots(trained.model, trained.vocabs, examples, plot_dir)
+    logging.info("Wrote %d attention plots and index.html to %s.", len(paths), plot_dir)
+    return paths
+
+
+def _score(name: str, hypotheses: list[str], references: list[str]) -> tuple[float, str]:
+    if name == "bleu":
+        result = bleu_metrics.sacrebleu_score(hypotheses, references)
+        return result.score, str(result)
+    if name == "exact_match":
+        value = exact_match(hypotheses, references)
+        return value, f"exact match: {100 * value:.2f}% of {len(references)} sentences"
+    if name == "bracket_f1":
+        result: Any = bracket_f1(hypotheses, references)
+        return result.f1, str(result)
+    raise UserError(f"unknown metric {name!r}; known: bleu, exact_match, bracket_f1.")

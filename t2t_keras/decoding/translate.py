@@ -1,0 +1,167 @@
+"""Translating lists of sentences: encode, batch by length, beam search, decode.
+
+Sentences are sorted by length so that each batch holds similar lengths,
+padded to a few bucket widths so that the compiled search is reused, and the
+outputs come back in input order: exactly one per input. An empty (or
+whitespace-only) input gets an empty output without being decoded. Inputs
+longer than the model's max_length are cut to it, keeping EOS, and counted.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from absl import logging
+
+from t2t_keras.data.ids import EOS_ID, PAD_ID
+from t2t_keras.data.vocab import Vocabulary
+from t2t_keras.decoding.decode_hparams import DecodeHParams
+from t2t_keras.decoding.decoder import Decoder
+
+PROGRESS_EVERY_SECONDS = 10.0
+
+
+@dataclasses.dataclass
+class Translation:
+    """One input's result: hypotheses best first (one unless return_beams) and their scores."""
+
+    texts: list[str]
+    scores: list[float]
+    ids: list[list[int]]  # Each hypothesis's ids up to and including EOS.
+
+    @property
+    def text(self) -> str:
+        return self.texts[0] if self.texts else ""
+
+    def line(self, write_scores: bool) -> str:
+        """The output line: hypotheses tab-separated, then their scores if asked."""
+        fields = [" ".join(text.split()) for text in self.texts] or [""]
+        if write_scores:
+            fields += [f"{score:.6f}" for score in self.scores] or ["0.000000"]
+        return "\t".join(fields)
+
+
+class Translator:
+    """Decodes text with a model, its vocabularies and DecodeHParams (resolved).
+
+    Args:
+      model: a built Transformer with its weights.
+      vocabs: {"inputs": Vocabulary, "targets": Vocabulary}.
+      decode_hparams: search and batching settings; unset ones from model.hparams.
+      jit_compile: XLA-compile the search.
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        vocabs: dict[str, Vocabulary],
+        decode_hparams: DecodeHParams,
+        jit_compile: bool = True,
+    ) -> None:
+        self.hparams = decode_hparams.resolved(model.hparams)
+        self.vocabs = vocabs
+        self.max_length = model.hparams.max_length
+        self.decoder = Decoder(
+            model,
+            beam_size=self.hparams.beam_size,
+            alpha=self.hparams.alpha,
+            extra_length=self.hparams.extra_length,
+            return_beams=self.hparams.return_beams,
+            jit_compile=jit_compile,
+        )
+
+    def encode(self, sentences: Sequence[str]) -> tuple[list[list[int]], int]:
+        """Each sentence's ids ending with EOS (empty for a blank one), and how many were cut."""
+        rows, truncated = [], 0
+        for sentence in sentences:
+            if not sentence.strip():
+                rows.append([])
+                continue
+            ids = self.vocabs["inputs"].encode(sentence)
+            if len(ids) >= self.max_length:
+                ids, truncated = ids[: self.max_length - 1], truncated + 1
+            rows.append([*ids, EOS_ID])
+        return rows, truncated
+
+    def translate(
+        self,
+        sentences: Sequence[str],
+        report: Callable[[int, int, float], None] | None = None,
+    ) -> list[Translation]:
+        """Translations of `sentences`, in their order.
+
+        Args:
+          sentences: the inputs, one per sentence.
+          report: called as report(done, total, seconds) every few seconds and after
+            the last batch.
+
+        Returns:
+          One Translation per sentence.
+        """
+        rows, truncated = self.encode(sentences)
+        if truncated:
+            logging.warning(
+                "%d input(s) longer than max_length=%d tokens were truncated to it.",
+                truncated,
+                self.max_length,
+            )
+        results: list[Translation | None] = [None] * len(rows)
+        order = sorted((i for i, row in enumerate(rows) if row), key=lambda i: -len(rows[i]))
+        for i, row in enumerate(rows):
+            if not row:
+                results[i] = Translation([], [], [])
+        start = last_report = time.monotonic()
+        done = len(rows) - len(order)
+        for first in range(0, len(order), self.hparams.batch_size):
+            chunk = order[first : first + self.hparams.batch_size]
+            for index, translation in zip(chunk, self._decode_batch(rows, chunk), strict=True):
+                results[index] = translation
+            done += len(chunk)
+            now = time.monotonic()
+            if report and (done == len(rows) or now - last_report >= PROGRESS_EVERY_SECONDS):
+                report(done, len(rows), now - start)
+                last_report = now
+        return results  # type: ignore[return-value]
+
+    def _decode_batch(self, rows: list[list[int]], chunk: list[int]) -> list[Translation]:
+        width = bucket_width(max(len(rows[i]) for i in chunk), self.max_length)
+        batch = np.full([len(chunk), width], PAD_ID, np.int32)
+        for position, index in enumerate(chunk):
+            batch[position, : len(rows[index])] = rows[index]
+        ids, scores = self.decoder(batch)
+        translations = []
+        for hypotheses, hypothesis_scores in zip(ids.numpy(), scores.numpy(), strict=True):
+            kept = [(h, s) for h, s in zip(hypotheses, hypothesis_scores, strict=True) if s > -1e30]
+            translations.append(
+                Translation(
+                    texts=[self.vocabs["targets"].decode(h) for h, _ in kept],
+                    scores=[float(s) for _, s in kept],
+                    ids=[_through_eos(h) for h, _ in kept],
+                )
+            )
+        return translations
+
+
+def bucket_width(length: int, max_length: int) -> int:
+    """The padded width of a batch whose longest row has `length` ids.
+
+    Multiples of 8 up to 64, of 16 up to 128, then of 32: few distinct shapes,
+    so few compilations, at most a few PAD columns of extra work.
+    """
+    step = 8 if length <= 64 else 16 if length <= 128 else 32
+    return min(-(-length // step) * step, max(max_length, length))
+
+
+def _through_eos(ids: np.ndarray) -> list[int]:
+    kept = []
+    for token in ids.tolist():
+        if token == PAD_ID:
+            break
+        kept.append(token)
+        if token == EOS_ID:
+            break
+    return kept

@@ -1,0 +1,132 @@
+"""t2t-decoder end to end: a trained tiny model decodes files, a split and stdin."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import sacrebleu
+from binaries import assert_user_error, run
+
+from t2t_keras.problems.number_words import english, german
+
+NUMBERS = [42, 7, 312_005, 999, 18, 61_000, 5, 230, 12, 800_001]
+
+
+def test_file_decoding_keeps_lines_and_scores_like_sacrebleu(
+    trained_dir: Path, tmp_path: Path
+) -> None:
+    sources = [english(n) for n in NUMBERS]
+    references = [german(n) for n in NUMBERS]
+    # An empty line, a line of 500 words (over max_length), non-ASCII text.
+    sources[2:2], references[2:2] = ["", " ".join(["one"] * 500), "fünf élan 中文"], ["", "x", "y"]
+    (tmp_path / "in.en").write_text("\n".join(sources) + "\n", encoding="utf-8")
+    (tmp_path / "ref.de").write_text("\n".join(references) + "\n", encoding="utf-8")
+    result = run(
+        "t2t-decoder",
+        f"--output_dir={trained_dir}",
+        f"--decode_from_file={tmp_path / 'in.en'}",
+        f"--decode_to_file={tmp_path / 'out.de'}",
+        f"--decode_reference={tmp_path / 'ref.de'}",
+        f"--attention_plot_dir={tmp_path / 'plots'}",
+        "--attention_plot_sentences=2",
+        "--decode_hparams=batch_size=4",
+    )
+    assert result.returncode == 0, result.stderr
+    outputs = (tmp_path / "out.de").read_text(encoding="utf-8").split("\n")
+    assert outputs[-1] == "" and len(outputs) - 1 == len(sources)
+    outputs.pop()
+    assert outputs[2] == ""
+    assert all(outputs[3:5])
+    assert "1 input(s) longer than max_length=" in result.stderr
+    assert "sentences/s" in result.stderr
+    right = [out == ref for out, ref in zip(outputs, references, strict=True) if ref not in "xy"]
+    assert sum(right) >= len(right) // 2, outputs
+    bleu = sacrebleu.BLEU()
+    expected = bleu.corpus_score(outputs, [references])
+    (line,) = [line for line in result.stdout.splitlines() if line.startswith("BLEU")]
+    assert f"= {expected.score:.2f}" in line and bleu.get_signature().format() in line
+    match = sum(out == ref for out, ref in zip(outputs, references, strict=True))
+    assert f"exact match: {100 * match / len(outputs):.2f}%" in result.stdout
+    assert len(list((tmp_path / "plots").rglob("*.png"))) > 0
+    assert (tmp_path / "plots" / "index.html").exists()
+
+
+def test_decodes_the_problems_test_split_and_prints_its_score(trained_dir: Path) -> None:
+    result = run(
+        "t2t-decoder",
+        f"--checkpoint_path={trained_dir / 'ckpt-200'}",
+        "--decode_hparams=num_samples=40",
+    )
+    assert result.returncode == 0, result.stderr
+    assert "translate_number_words_en_de test, 40 sentences:" in result.stdout
+    (line,) = [line for line in result.stdout.splitlines() if line.startswith("exact match")]
+    assert float(line.split()[2].rstrip("%")) >= 50.0, line
+
+
+def test_interactive_translates_each_line_with_beams_and_scores(trained_dir: Path) -> None:
+    result = run(
+        "t2t-decoder",
+        f"--output_dir={trained_dir}",
+        "--decode_interactive",
+        "--decode_hparams=beam_size=2,return_beams=true,write_beam_scores=true",
+        stdin="forty\n\nsix hundred\n",
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()[1:]  # After the "Decoding with ..." line.
+    assert len(lines) == 3
+    first = lines[0].split("\t")
+    assert len(first) == 4 and float(first[2]) >= float(first[3])
+    assert lines[1] == "\t0.000000"
+
+
+def test_bad_input_is_refused_before_anything_is_written(trained_dir: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.en"
+    bad.write_bytes(b"forty\nfifty \xff\xfe\n")
+    out = tmp_path / "out.de"
+    out.write_text("kept\n")
+    args = [f"--output_dir={trained_dir}", f"--decode_from_file={bad}", f"--decode_to_file={out}"]
+    assert_user_error(run("t2t-decoder", *args), f"{bad}, line 2: invalid UTF-8")
+    assert out.read_text() == "kept\n"
+    good = tmp_path / "good.en"
+    good.write_text("forty\n")
+    unwritable = [f"--output_dir={trained_dir}", f"--decode_from_file={good}"]
+    assert_user_error(
+        run("t2t-decoder", *unwritable, f"--decode_to_file={tmp_path / 'no' / 'out.de'}"),
+        "does not exist",
+    )
+    assert_user_error(
+        run("t2t-decoder", *unwritable, f"--decode_to_file={tmp_path}"), "is a directory"
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "fragments"),
+    [
+        (["--checkpoint_path={dir}/ckpt-7"], ["ckpt-7 does not exist", "TRAIN/ckpt-1000"]),
+        (
+            ["--output_dir={dir}", "--hparams_set=transformer_big"],
+            ["'transformer_tiny'", "'transformer_big'"],
+        ),
+        (["--output_dir={dir}", "--problem=algorithmic_copy_decimal"], ["not 'algorithmic"]),
+        (["--output_dir={dir}", "--decode_hparams=beam=3"], ["Unknown hparam 'beam'"]),
+        ([], ["no model to load", "--output_dir"]),
+    ],
+)
+def test_bad_model_flags_exit_2(trained_dir: Path, args: list[str], fragments: list[str]) -> None:
+    assert_user_error(
+        run("t2t-decoder", *[arg.format(dir=trained_dir) for arg in args]), *fragments
+    )
+
+
+def test_checkpoint_of_another_hparams_set_is_refused(trained_dir: Path, tmp_path: Path) -> None:
+    other = tmp_path / "other"
+    shutil.copytree(trained_dir, other)
+    run_json = json.loads((other / "run.json").read_text())
+    (other / "run.json").write_text(json.dumps({**run_json, "hparams_set": "transformer_small"}))
+    result = run(
+        "t2t-decoder", f"--output_dir={trained_dir}", f"--checkpoint_path={other / 'ckpt-200'}"
+    )
+    assert_user_error(result, "'transformer_small'", "'transformer_tiny'")

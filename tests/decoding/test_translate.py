@@ -1,0 +1,97 @@
+"""Translating lists of sentences: order, blanks, truncation, batching, settings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from t2t_keras.data.ids import EOS_ID
+from t2t_keras.decoding import Decoder
+from t2t_keras.decoding.decode_hparams import DecodeHParams
+from t2t_keras.decoding.loading import TrainedModel, load_trained
+from t2t_keras.decoding.translate import Translation, Translator, bucket_width
+from t2t_keras.errors import UserError
+from t2t_keras.problems.number_words import english, german
+
+NUMBERS = [42, 7, 312_005, 999, 18, 61_000, 5, 230]
+
+
+@pytest.fixture(scope="module")
+def trained(trained_dir: Path) -> TrainedModel:
+    return load_trained(str(trained_dir))
+
+
+def test_settings_default_to_the_hparams_set(trained: TrainedModel) -> None:
+    settings = DecodeHParams().override("batch_size=3").resolved(trained.hparams)
+    assert (settings.beam_size, settings.alpha, settings.extra_length) == (4, 0.6, 50)
+    assert settings.batch_size == 3
+    assert DecodeHParams().override("beam_size=2").resolved(trained.hparams).beam_size == 2
+    with pytest.raises(UserError, match="beam_size must be at least 1"):
+        DecodeHParams().override("beam_size=0")
+    with pytest.raises(UserError, match="Unknown hparam 'beam'"):
+        DecodeHParams().override("beam=2")
+
+
+def test_outputs_in_input_order_with_blank_lines_kept(trained: TrainedModel) -> None:
+    sources = [english(n) for n in NUMBERS]
+    sources[3:3] = ["", "   "]
+    translator = Translator(trained.model, trained.vocabs, DecodeHParams(batch_size=3))
+    translations = translator.translate(sources)
+    assert len(translations) == len(sources)
+    assert translations[3].texts == translations[4].texts == []
+    texts = [t.text for i, t in enumerate(translations) if i not in (3, 4)]
+    # Sorting into batches must not shuffle outputs: most are right, in order.
+    right = sum(text == german(n) for text, n in zip(texts, NUMBERS, strict=True))
+    assert right >= len(NUMBERS) // 2, texts
+
+
+def test_batched_outputs_equal_the_decoder_one_by_one(trained: TrainedModel) -> None:
+    sources = [english(n) for n in NUMBERS]
+    translator = Translator(trained.model, trained.vocabs, DecodeHParams(batch_size=4))
+    batched = translator.translate(sources)
+    decoder = Decoder(trained.model)
+    for source, translation in zip(sources, batched, strict=True):
+        row = [*trained.vocabs["inputs"].encode(source), EOS_ID]
+        ids, scores = decoder(np.array([row], np.int32))
+        assert translation.text == trained.vocabs["targets"].decode(ids[0, 0].numpy())
+        assert translation.scores[0] == pytest.approx(float(scores[0, 0]), abs=1e-4)
+        assert translation.ids[0][-1] == EOS_ID
+
+
+def test_long_inputs_are_cut_to_max_length_and_counted(
+    trained: TrainedModel, caplog: pytest.LogCaptureFixture
+) -> None:
+    translator = Translator(trained.model, trained.vocabs, DecodeHParams(beam_size=1))
+    long = " ".join(["one"] * (2 * trained.hparams.max_length))
+    rows, truncated = translator.encode([long, "two", long])
+    assert truncated == 2
+    assert len(rows[0]) == trained.hparams.max_length and rows[0][-1] == EOS_ID
+    with caplog.at_level("WARNING"):
+        (translation,) = translator.translate([long])
+    assert "1 input(s) longer than max_length=" in caplog.text
+    assert translation.texts
+
+
+def test_return_beams_gives_every_hypothesis_best_first(trained: TrainedModel) -> None:
+    settings = DecodeHParams(beam_size=3, return_beams=True)
+    (translation,) = Translator(trained.model, trained.vocabs, settings).translate(["forty"])
+    assert len(translation.texts) == 3
+    assert translation.scores == sorted(translation.scores, reverse=True)
+    line = translation.line(write_scores=True).split("\t")
+    assert line[:3] == translation.texts and len(line) == 6
+
+
+def test_output_line_is_one_line_whatever_the_text() -> None:
+    translation = Translation(["a\nb\u2028c  d"], [-0.5], [[5, EOS_ID]])
+    assert translation.line(write_scores=False) == "a b c d"
+    assert translation.line(write_scores=True) == "a b c d\t-0.500000"
+    assert Translation([], [], []).line(write_scores=True) == "\t0.000000"
+
+
+@pytest.mark.parametrize(
+    ("length", "width"), [(1, 8), (8, 8), (9, 16), (64, 64), (65, 80), (129, 160), (250, 256)]
+)
+def test_bucket_widths(length: int, width: int) -> None:
+    assert bucket_width(length, 256) == width
