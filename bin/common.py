@@ -66,6 +66,19 @@ def define_data_flags() -> None:
     )
 
 
+def define_checkpoint_flags() -> None:
+    """--output_dir and --checkpoint_path, for the binaries that use a trained model."""
+    flags.DEFINE_string(
+        "output_dir", None, "Training directory t2t-trainer wrote (checkpoints and run files)."
+    )
+    flags.DEFINE_string(
+        "checkpoint_path",
+        None,
+        "A checkpoint prefix (TRAIN/ckpt-1000) or a directory (its newest); default: the "
+        "newest in --output_dir. Without --output_dir, the run files beside it are used.",
+    )
+
+
 def generate_data(problem: Problem) -> None:
     """Writes the problem's vocabulary and shards into --data_dir (what is missing only)."""
     data_dir = required("data_dir", "the directory to write the vocabulary and shards to")

@@ -27,13 +27,7 @@ from t2t_keras.decoding.translate import Translator
 from t2t_keras.errors import UserError
 
 common.define_flags(with_model=False)
-flags.DEFINE_string("output_dir", None, "Training directory t2t-trainer wrote.")
-flags.DEFINE_string(
-    "checkpoint_path",
-    None,
-    "A checkpoint prefix (TRAIN/ckpt-1000) or a directory (its newest); default: the newest "
-    "in --output_dir. Without --output_dir, the run files beside it are used.",
-)
+common.define_checkpoint_flags()
 flags.DEFINE_string(
     "hparams_set", None, "If given, refuse a model trained with another hparams set."
 )

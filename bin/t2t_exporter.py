@@ -24,13 +24,7 @@ from t2t_keras.decoding.loading import load_trained
 from t2t_keras.errors import UserError
 
 common.define_flags(with_model=False)
-flags.DEFINE_string("output_dir", None, "Training directory holding the checkpoints.")
-flags.DEFINE_string(
-    "checkpoint_path",
-    None,
-    "Checkpoint to export, a prefix such as TRAIN/ckpt-1000 or a directory (its newest); "
-    "default: the newest in --output_dir.",
-)
+common.define_checkpoint_flags()
 flags.DEFINE_string(
     "export_dir", None, "Directory of the exported versions; default: <output_dir>/export."
 )
