@@ -27,6 +27,7 @@ demo: $(VENV)/.installed
 		--data_dir=$(DEMO_DIR)/data --output_dir=$(DEMO_DIR)/train --train_steps=1000 \
 		--eval_every_steps=500 --eval_bleu_examples=500 --save_checkpoints_steps=500 \
 		--random_seed=1
+	$(BIN)/t2t-decoder --output_dir=$(DEMO_DIR)/train --decode_to_file=$(DEMO_DIR)/test.decodes
 
 test: $(VENV)/.installed-test lint
 	$(BIN)/pytest
