@@ -51,14 +51,18 @@ class BleuScore:
       label: which convention, e.g. "BLEU (sacreBLEU: cased, detokenized)".
       score: BLEU in 0..100.
       signature: how it was computed, in sacreBLEU's signature format.
+      details: sacreBLEU's n-gram precisions, brevity penalty and lengths,
+        e.g. "60.0/40.0/25.0/16.7 (BP = 1.000 ratio = 1.000 hyp_len = 6 ref_len = 6)".
     """
 
     label: str
     score: float
     signature: str
+    details: str = ""
 
     def __str__(self) -> str:
-        return f"{self.label} = {self.score:.2f}  {self.signature}"
+        details = f"{self.details}  " if self.details else ""
+        return f"{self.label} = {self.score:.2f}  {details}{self.signature}"
 
 
 def sacrebleu_score(hypotheses: Sequence[str], references: Sequence[str]) -> BleuScore:
@@ -171,7 +175,8 @@ def _sacrebleu(
 ) -> BleuScore:
     _check_aligned(hypotheses, references)
     result = bleu.corpus_score(list(hypotheses), [list(references)])
-    return BleuScore(label, result.score, str(bleu.get_signature()))
+    details = result.format().split(" ", 3)[3]  # After "BLEU = <score> ".
+    return BleuScore(label, result.score, str(bleu.get_signature()), details)
 
 
 def _check_aligned(hypotheses: Sequence[str], references: Sequence[str]) -> None:

@@ -12,13 +12,13 @@ from binaries import assert_user_error, run
 from sacrebleu.metrics import BLEU
 
 SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
-_LINE = re.compile(r"^(BLEU \(.+\)) = (\d+\.\d\d)  (\S+)$")
+_LINE = re.compile(r"^(BLEU \(.+\)) = (\d+\.\d\d)  (.+ \(BP = .+\))  (\S+)$")
 
 
 def expected_scores(
     hypotheses: list[str], references: list[str], language: str
-) -> list[tuple[str, str]]:
-    """(signature, score printed to 2 decimals) of the three conventions, from the libraries."""
+) -> list[tuple[str, str, str]]:
+    """(signature, score to 2 decimals, details) of the three conventions, from the libraries."""
     tokenizer = sacremoses.MosesTokenizer(lang=language)
 
     def paper(line: str) -> str:
@@ -39,12 +39,13 @@ def expected_scores(
     ]
     expected = []
     for metric, system, reference, prefix in conventions:
-        score = metric.corpus_score(system, [reference]).score
-        expected.append((prefix + str(metric.get_signature()), f"{score:.2f}"))
+        result = metric.corpus_score(system, [reference])
+        details = result.format().split(" ", 3)[3]
+        expected.append((prefix + str(metric.get_signature()), f"{result.score:.2f}", details))
     return expected
 
 
-def printed_scores(result: subprocess.CompletedProcess) -> list[tuple[str, str]]:
+def printed_scores(result: subprocess.CompletedProcess) -> list[tuple[str, str, str]]:
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert len(lines) == 3, result.stdout
@@ -52,7 +53,7 @@ def printed_scores(result: subprocess.CompletedProcess) -> list[tuple[str, str]]
     assert all(matches), result.stdout
     assert matches[0].group(1) == "BLEU (sacreBLEU: cased, detokenized)"
     assert "uncased" in matches[2].group(1)
-    return [(match.group(3), match.group(2)) for match in matches]
+    return [(match.group(4), match.group(2), match.group(3)) for match in matches]
 
 
 def test_prints_the_three_conventions(tmp_path: Path) -> None:

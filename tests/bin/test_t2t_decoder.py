@@ -47,7 +47,10 @@ def test_file_decoding_keeps_lines_and_scores_like_sacrebleu(
     bleu = sacrebleu.BLEU()
     expected = bleu.corpus_score(outputs, [references])
     (line,) = [line for line in result.stdout.splitlines() if line.startswith("BLEU")]
-    assert f"= {expected.score:.2f}" in line and bleu.get_signature().format() in line
+    # Score, n-gram precisions, brevity penalty and both lengths, then the signature.
+    details = expected.format().split(" ", 3)[3]
+    signature = bleu.get_signature().format()
+    assert line.endswith(f"= {expected.score:.2f}  {details}  {signature}"), line
     match = sum(out == ref for out, ref in zip(outputs, references, strict=True))
     assert f"exact match: {100 * match / len(outputs):.2f}%" in result.stdout
     assert len(list((tmp_path / "plots").rglob("*.png"))) > 0
