@@ -68,8 +68,11 @@ def main() -> int:
         raise UserError("give either --decode_from_file or --decode_interactive, not both.")
     if FLAGS.decode_reference and not FLAGS.decode_from_file:
         raise UserError("--decode_reference scores --decode_from_file; give that file too.")
-    if FLAGS.decode_to_file and FLAGS.decode_interactive:
-        raise UserError("--decode_interactive prints its outputs; drop --decode_to_file.")
+    if FLAGS.decode_interactive and (FLAGS.decode_to_file or FLAGS.attention_plot_dir):
+        raise UserError(
+            "--decode_interactive prints its outputs as it goes; drop --decode_to_file and "
+            "--attention_plot_dir, or decode a file with --decode_from_file."
+        )
     decode_hparams = DecodeHParams().override(FLAGS.decode_hparams)
     trained = load_trained(FLAGS.output_dir, FLAGS.checkpoint_path, FLAGS.hparams_set, FLAGS.xla)
     problem = _problem(trained.run)

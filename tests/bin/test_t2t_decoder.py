@@ -116,6 +116,11 @@ def test_bad_input_is_refused_before_anything_is_written(trained_dir: Path, tmp_
         (["--output_dir={dir}", "--problem=algorithmic_copy_decimal"], ["not 'algorithmic"]),
         (["--output_dir={dir}", "--decode_hparams=beam=3"], ["Unknown hparam 'beam'"]),
         ([], ["no model to load", "--output_dir"]),
+        (
+            ["--output_dir={dir}", "--decode_interactive", "--attention_plot_dir=/tmp/plots"],
+            ["drop --decode_to_file and --attention_plot_dir"],
+        ),
+        (["--output_dir={dir}", "--decode_reference=ref.de"], ["give that file too"]),
     ],
 )
 def test_bad_model_flags_exit_2(trained_dir: Path, args: list[str], fragments: list[str]) -> None:
