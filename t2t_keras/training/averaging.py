@@ -34,15 +34,17 @@ from absl import logging
 from t2t_keras.decoding.loading import find_checkpoint, read_run_files
 from t2t_keras.errors import UserError
 from t2t_keras.training import run_dir
-from t2t_keras.training.checkpoints import build_model, make_checkpoint, model_variables
+from t2t_keras.training.checkpoints import (
+    build_model,
+    checkpoint_key,
+    checkpoint_model_shapes,
+    make_checkpoint,
+    model_variables,
+    variable_path,
+)
 
 AVERAGED_DIR = "averaged"
 AVERAGED_FILE = "averaged.json"
-
-# A checkpoint stores variable `path` of make_checkpoint's `model` dict under
-# this key; TensorFlow escapes "." as ".." and "/" as ".S" in object names.
-_MODEL_PREFIX = "model/"
-_VALUE_SUFFIX = "/.ATTRIBUTES/VARIABLE_VALUE"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -122,15 +124,6 @@ def checkpoint_step(prefix: str) -> int:
     return int(match.group(1))
 
 
-def model_variable_shapes(prefix: str) -> dict[str, tuple[int, ...]]:
-    """The shapes of a checkpoint's model weights by checkpoint key (optimizer state left out)."""
-    return {
-        key: tuple(shape)
-        for key, shape in tf.train.list_variables(prefix)
-        if key.startswith(_MODEL_PREFIX) and key.endswith(_VALUE_SUFFIX)
-    }
-
-
 def check_same_variables(
     shapes: dict[str, tuple[int, ...]],
     where: str,
@@ -164,7 +157,7 @@ def check_same_variables(
         )
 
     raise UserError(
-        f"cannot average weights of different models: variable {_variable_name(key)} has "
+        f"cannot average weights of different models: variable {variable_path(key)} has "
         f"{has(where, shapes)} but {has(other_where, other_shapes)}{others}. Average "
         "checkpoints of one training run, written with the same hparams."
     )
@@ -198,13 +191,13 @@ def average_checkpoints(
     )
     _check_averaged_dir(averaged_dir, output_dir)
     sources = select_checkpoints(output_dir, num_last_checkpoints, checkpoints)
-    shapes = model_variable_shapes(sources[-1])
+    shapes = checkpoint_model_shapes(sources[-1])
     for source in sources[:-1]:
-        check_same_variables(model_variable_shapes(source), source, shapes, sources[-1])
+        check_same_variables(checkpoint_model_shapes(source), source, shapes, sources[-1])
     run, hparams = read_run_files(output_dir)
     model = build_model(run["model"], hparams, use_xla=False)
     expected = {
-        _checkpoint_key(path): tuple(variable.shape)
+        checkpoint_key(path): tuple(variable.shape)
         for path, variable in model_variables(model).items()
     }
     check_same_variables(
@@ -261,22 +254,11 @@ def _assign_means(model: keras.Model, sources: Sequence[str]) -> None:
     """
     readers = [tf.train.load_checkpoint(source) for source in sources]
     for path, variable in model_variables(model).items():
-        key = _checkpoint_key(path)
+        key = checkpoint_key(path)
         total = np.zeros(variable.shape, np.float64)
         for reader in readers:
             total += reader.get_tensor(key)
         variable.assign((total / len(readers)).astype(variable.dtype.as_numpy_dtype))
-
-
-def _checkpoint_key(path: str) -> str:
-    escaped = path.replace(".", "..").replace("/", ".S")
-    return f"{_MODEL_PREFIX}{escaped}{_VALUE_SUFFIX}"
-
-
-def _variable_name(key: str) -> str:
-    """The variable path a checkpoint key stands for, for messages."""
-    escaped = key.removeprefix(_MODEL_PREFIX).removesuffix(_VALUE_SUFFIX)
-    return re.sub(r"\.(.)", lambda match: "/" if match.group(1) == "S" else match.group(1), escaped)
 
 
 def _check_averaged_dir(averaged_dir: str, output_dir: str) -> None:

@@ -14,6 +14,7 @@ the previous checkpoint as the newest one, whole.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import time
 from typing import Any
@@ -24,6 +25,11 @@ from absl import logging
 
 from t2t_keras import registry
 from t2t_keras.errors import UserError
+
+# make_checkpoint's `model` dict stores variable `path` under this key;
+# TensorFlow escapes "." as ".." and "/" as ".S" in object names.
+_MODEL_PREFIX = "model/"
+_VALUE_SUFFIX = "/.ATTRIBUTES/VARIABLE_VALUE"
 
 
 def build_model(model_name: str, hparams: Any, **kwargs: Any) -> keras.Model:
@@ -50,18 +56,49 @@ def make_checkpoint(model: keras.Model, optimizer: Any = None) -> tf.train.Check
     return tf.train.Checkpoint(**kept)
 
 
+def checkpoint_key(path: str) -> str:
+    """The key under which make_checkpoint stores the model variable at `path`."""
+    escaped = path.replace(".", "..").replace("/", ".S")
+    return f"{_MODEL_PREFIX}{escaped}{_VALUE_SUFFIX}"
+
+
+def variable_path(key: str) -> str:
+    """The model variable path a checkpoint key stands for (the inverse of checkpoint_key)."""
+    escaped = key.removeprefix(_MODEL_PREFIX).removesuffix(_VALUE_SUFFIX)
+    return re.sub(r"\.(.)", lambda match: "/" if match.group(1) == "S" else match.group(1), escaped)
+
+
+def checkpoint_model_shapes(prefix: str) -> dict[str, tuple[int, ...]]:
+    """The shapes of a checkpoint's model weights by checkpoint key (optimizer state left out)."""
+    return {
+        key: tuple(shape)
+        for key, shape in tf.train.list_variables(prefix)
+        if key.startswith(_MODEL_PREFIX) and key.endswith(_VALUE_SUFFIX)
+    }
+
+
 def restore_model(model: keras.Model, path: str) -> None:
     """Loads a checkpoint's model weights (its optimizer state is left unread).
 
     Raises:
-      UserError: the checkpoint lacks some of the model's weights or has other shapes.
+      UserError: the checkpoint lacks some of the model's weights, has other
+        shapes, or holds weights the model does not have (a larger model's).
     """
     try:
         make_checkpoint(model).restore(path).expect_partial().assert_existing_objects_matched()
+        extra = set(checkpoint_model_shapes(path)) - {
+            checkpoint_key(name) for name in model_variables(model)
+        }
     except (AssertionError, ValueError, tf.errors.OpError) as error:
         raise UserError(
             f"checkpoint {path} does not hold this model's weights ({_summary(error)})."
         ) from None
+    if extra:
+        raise UserError(
+            f"checkpoint {path} does not hold this model's weights: it has {len(extra)} "
+            f"weights this model lacks, e.g. {variable_path(min(extra))}, so it was written "
+            "by a larger model."
+        )
 
 
 class CheckpointSaver:

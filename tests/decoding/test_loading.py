@@ -57,3 +57,13 @@ def test_weights_that_do_not_fit_name_the_hparams_file(trained_dir: Path, tmp_pa
     (other / "hparams.json").write_text(json.dumps({**hparams, "d_model": 32, "d_ff": 64}))
     with pytest.raises(UserError, match="does not hold this model's weights.*hparams.json"):
         load_trained(str(other))
+
+
+def test_checkpoint_of_a_larger_model_is_refused(trained_dir: Path, tmp_path: Path) -> None:
+    other = tmp_path / "fewer_layers"
+    shutil.copytree(trained_dir, other)
+    hparams = json.loads((other / "hparams.json").read_text())
+    assert hparams["num_encoder_layers"] > 1
+    (other / "hparams.json").write_text(json.dumps({**hparams, "num_encoder_layers": 1}))
+    with pytest.raises(UserError, match="weights this model lacks, e.g. transformer/encoder_1"):
+        load_trained(str(other))
