@@ -42,6 +42,28 @@ def read_text_lines(path: str, what: str = "the file") -> list[str]:
     return lines
 
 
+def make_writable_dir(path: str, what: str = "the output directory") -> str:
+    """Creates directory `path` if needed and checks a file can be written in it.
+
+    Returns:
+      The path, with ~ expanded.
+
+    Raises:
+      UserError: it cannot be created or written, saying why.
+    """
+    path = os.path.expanduser(path)
+    try:
+        os.makedirs(path, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as error:
+        raise UserError(
+            f"{what} {path} cannot be created or written ({error.strerror}); give a "
+            "directory you may write to (it is created if missing)."
+        ) from None
+    return path
+
+
 def check_writable(path: str, what: str = "the output file") -> None:
     """Raises a UserError now, before any work, if path cannot be written.
 
@@ -83,7 +105,18 @@ def write_atomically(data: bytes, path: str) -> None:
             temporary_file.write(data)
             temporary_file.flush()
             os.fsync(temporary_file.fileno())
+        _give_mode(temporary_path, path)
         os.replace(temporary_path, path)
     except BaseException:
         os.remove(temporary_path)
         raise
+
+
+def _give_mode(temporary_path: str, path: str) -> None:
+    """The permissions of the file being replaced, or those a new file would get (umask)."""
+    if os.path.exists(path):
+        os.chmod(temporary_path, os.stat(path).st_mode & 0o7777)
+        return
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(temporary_path, 0o666 & ~umask)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from t2t_keras.errors import UserError
-from t2t_keras.files import check_writable, read_text_lines, write_atomically
+from t2t_keras.files import check_writable, make_writable_dir, read_text_lines, write_atomically
 
 
 def test_lines_split_on_newline_only(tmp_path: Path) -> None:
@@ -48,3 +49,22 @@ def test_write_atomically_replaces_whole(tmp_path: Path) -> None:
     write_atomically(b"new", str(path))
     assert path.read_text() == "new"
     assert [p.name for p in tmp_path.iterdir()] == ["out.txt"]
+
+
+def test_written_files_keep_or_get_normal_permissions(tmp_path: Path) -> None:
+    path = tmp_path / "new.txt"
+    write_atomically(b"x", str(path))
+    umask = os.umask(0)
+    os.umask(umask)
+    assert path.stat().st_mode & 0o777 == 0o666 & ~umask
+    path.chmod(0o640)
+    write_atomically(b"y", str(path))
+    assert path.stat().st_mode & 0o777 == 0o640
+
+
+def test_writable_dir_is_created_or_refused(tmp_path: Path) -> None:
+    assert make_writable_dir(str(tmp_path / "a" / "b")) == str(tmp_path / "a" / "b")
+    assert (tmp_path / "a" / "b").is_dir()
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(UserError, match="--plots .*file/sub cannot be created or written"):
+        make_writable_dir(str(tmp_path / "file" / "sub"), "--plots")
