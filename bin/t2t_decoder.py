@@ -15,7 +15,9 @@ it (the count is logged).
 
 from __future__ import annotations
 
-from absl import flags
+import os
+
+from absl import flags, logging
 
 from t2t_keras import registry
 from t2t_keras.bin import common
@@ -25,6 +27,7 @@ from t2t_keras.decoding.decode_hparams import DecodeHParams
 from t2t_keras.decoding.loading import load_trained
 from t2t_keras.decoding.translate import Translator
 from t2t_keras.errors import UserError
+from t2t_keras.files import make_writable_dir
 
 common.define_flags(with_model=False)
 common.define_checkpoint_flags()
@@ -74,10 +77,12 @@ def main() -> int:
             "--attention_plot_dir, or decode a file with --decode_from_file."
         )
     decode_hparams = DecodeHParams().override(FLAGS.decode_hparams)
+    if FLAGS.attention_plot_dir:  # Found unwritable now, not after the whole decode.
+        make_writable_dir(FLAGS.attention_plot_dir, "--attention_plot_dir")
     trained = load_trained(FLAGS.output_dir, FLAGS.checkpoint_path, FLAGS.hparams_set, FLAGS.xla)
     problem = _problem(trained.run)
     translator = Translator(trained.model, trained.vocabs, decode_hparams, FLAGS.xla)
-    print(f"Decoding with {trained.checkpoint} ({_settings(translator)}).", flush=True)
+    logging.info("Decoding with %s (%s).", trained.checkpoint, _settings(translator))
     if FLAGS.decode_interactive:
         decode.decode_interactive(translator)
         return 0
@@ -95,7 +100,7 @@ def main() -> int:
                 f"problem {trained.run['problem']!r} of the training is not registered; "
                 "pass its --t2t_usr_dir, or decode a file with --decode_from_file."
             )
-        data_dir = FLAGS.data_dir or trained.run.get("data_dir")
+        data_dir = os.path.expanduser(FLAGS.data_dir or trained.run.get("data_dir"))
         decoded = decode.decode_split(
             translator, problem, data_dir, FLAGS.decode_split, FLAGS.decode_to_file
         )
@@ -113,7 +118,7 @@ def _problem(run: dict) -> Problem | None:
             f"the model was trained on problem {run['problem']!r}, not {FLAGS.problem!r} "
             "(--problem); drop --problem or decode a model of that problem."
         )
-    if run["problem"] not in registry.list_problems():
+    if run["problem"].removesuffix("_rev") not in registry.list_problems():
         return None
     return registry.problem(run["problem"])
 

@@ -11,7 +11,7 @@ import dataclasses
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any, TextIO
+from typing import Any, BinaryIO, TextIO
 
 from absl import logging
 
@@ -46,7 +46,7 @@ def decode_file(
     to_file: str | None,
     reference_file: str | None = None,
     metrics: Sequence[str] = ("bleu",),
-    out: TextIO = sys.stdout,
+    out: TextIO | None = None,
 ) -> Decoded:
     """Translates every line of from_file into to_file (or `out`), then scores if asked.
 
@@ -56,7 +56,7 @@ def decode_file(
       to_file: where the outputs go, written whole at the end; None = `out`.
       reference_file: references, one per input line: print the scores.
       metrics: the problem's metrics; sacreBLEU is printed with a reference in any case.
-      out: where scores (and outputs without to_file) are printed.
+      out: where scores (and outputs without to_file) are printed; default stdout.
 
     Returns:
       The inputs, their translations and the scores printed.
@@ -72,7 +72,9 @@ def decode_file(
                 "per input line."
             )
     if to_file:
-        check_writable(to_file, "--decode_to_file")
+        _check_output(
+            to_file, {"--decode_from_file": from_file, "--decode_reference": reference_file}
+        )
     translations = translator.translate(sources, report_progress)
     write_outputs(translations, translator, to_file, out)
     decoded = Decoded(sources, translations)
@@ -82,13 +84,25 @@ def decode_file(
     return decoded
 
 
+def _check_output(to_file: str, inputs: dict[str, str | None]) -> None:
+    """Refuses an output path that cannot be written or that is one of the inputs."""
+    check_writable(to_file, "--decode_to_file")
+    target = os.path.expanduser(to_file)
+    for flag, path in inputs.items():
+        if path and os.path.exists(target) and os.path.samefile(target, os.path.expanduser(path)):
+            raise UserError(
+                f"--decode_to_file {to_file} is the {flag} file; writing the outputs there "
+                "would replace it. Give another --decode_to_file."
+            )
+
+
 def decode_split(
     translator: Translator,
     problem: Problem,
     data_dir: str,
     split: str,
     to_file: str | None = None,
-    out: TextIO = sys.stdout,
+    out: TextIO | None = None,
 ) -> Decoded:
     """Translates a problem's split (its first num_samples examples) and prints its scores.
 
@@ -108,49 +122,81 @@ def decode_split(
     translations = translator.translate(sources, report_progress)
     if to_file:
         write_outputs(translations, translator, to_file, out)
-    print(f"{problem.name} {split}, {len(pairs)} sentences:", file=out)
+    print(f"{problem.name} {split}, {len(pairs)} sentences:", file=out or sys.stdout)
     hypotheses = [t.text for t in translations]
     scores = print_scores(hypotheses, references, problem.eval_metrics(), out)
     return Decoded(sources, translations, scores)
 
 
 def decode_interactive(
-    translator: Translator, lines: TextIO = sys.stdin, out: TextIO = sys.stdout
+    translator: Translator, lines: BinaryIO | None = None, out: TextIO | None = None
 ) -> int:
-    """Translates each line typed (or piped) in as soon as it is read; returns how many."""
+    """Translates each line typed (or piped) in as soon as it is read; returns how many.
+
+    A line that is not UTF-8 gets an empty output line and a warning naming it,
+    so a long session is not lost to one bad line.
+
+    Args:
+      translator: the model and settings.
+      lines: where lines are read, as bytes; default stdin.
+      out: where outputs are printed, one line each; default stdout.
+    """
+    lines = lines or sys.stdin.buffer
+    out = out or sys.stdout
     prompt = lines.isatty()
-    write_scores = translator.hparams.write_beam_scores
     count = 0
     while True:
         if prompt:
             print("> ", end="", file=sys.stderr, flush=True)
-        line = lines.readline()
-        if not line:
+        raw = lines.readline()
+        if not raw:
             return count
-        (translation,) = translator.translate([line.rstrip("\r\n")])
-        print(translation.line(write_scores), file=out, flush=True)
         count += 1
+        try:
+            text = raw.decode("utf-8").rstrip("\r\n")
+        except UnicodeDecodeError as error:
+            logging.warning(
+                "Input line %d is not UTF-8 (%s at byte %d); its output line is empty.",
+                count,
+                error.reason,
+                error.start,
+            )
+            text = ""
+        (translation,) = translator.translate([text])
+        print(_line(translation, translator), file=out, flush=True)
 
 
 def write_outputs(
     translations: list[Translation], translator: Translator, to_file: str | None, out: TextIO
 ) -> None:
-    """One line per translation into to_file (atomically) or onto `out`."""
-    write_scores = translator.hparams.write_beam_scores
-    lines = [t.line(write_scores) for t in translations]
+    """One line per translation into to_file (atomically) or onto `out` (default stdout)."""
+    lines = [_line(t, translator) for t in translations]
     if to_file is None:
         for line in lines:
-            print(line, file=out)
+            print(line, file=out or sys.stdout)
         return
     text = "".join(f"{line}\n" for line in lines)
     write_atomically(text.encode("utf-8"), os.path.expanduser(to_file))
     logging.info("Wrote %d lines to %s.", len(lines), to_file)
 
 
+def _line(translation: Translation, translator: Translator) -> str:
+    settings = translator.hparams
+    columns = settings.beam_size if settings.return_beams else 1
+    return translation.line(settings.write_beam_scores, columns)
+
+
 def print_scores(
-    hypotheses: list[str], references: list[str], metrics: Sequence[str], out: TextIO
+    hypotheses: list[str],
+    references: list[str],
+    metrics: Sequence[str],
+    out: TextIO | None = None,
 ) -> dict[str, float]:
     """Prints one line per distinct metric; returns their values."""
+    out = out or sys.stdout
+    if not references:
+        print("No sentences, so no scores.", file=out)
+        return {}
     values = {}
     for name in dict.fromkeys(metrics):
         values[name], line = _score(name, hypotheses, references)
@@ -175,6 +221,7 @@ def plot_attention(
         for row, translation in zip(rows, decoded.translations, strict=True)
         if row and translation.ids
     ][:count]
+    plot_dir = os.path.expanduser(plot_dir)
     paths = write_attention_plots(trained.model, trained.vocabs, examples, plot_dir)
     logging.info("Wrote %d attention plots and index.html to %s.", len(paths), plot_dir)
     return paths

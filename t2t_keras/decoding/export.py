@@ -65,7 +65,7 @@ def export_translator(
         decoder = Decoder(
             trained.model, beam_size, alpha, extra_length, return_beams, jit_compile=jit_compile
         )
-        translator = Translator(decoder, trained.vocabs["inputs"], trained.vocabs["targets"])
+        translator = ServingModule(decoder, trained.vocabs["inputs"], trained.vocabs["targets"])
         tf.saved_model.save(translator, temporary_dir, signatures={SIGNATURE: translator.translate})
         return _move_into_place(temporary_dir, export_dir)
     finally:
@@ -73,7 +73,7 @@ def export_translator(
             tf.io.gfile.rmtree(temporary_dir)
 
 
-class Translator(tf.Module):
+class ServingModule(tf.Module):
     """What the SavedModel holds: vocabularies, weights and the `translate` function.
 
     Keras 3 layer lists are invisible to TensorFlow's object tracking, so the

@@ -174,9 +174,15 @@ def _check_hparams_set(
 ) -> None:
     recorded = run.get("hparams_set")
     if expected and recorded and expected != recorded:
-        source = "the --output_dir's run.json" if expected_run else "--hparams_set"
+        if expected_run:
+            source, remedy = (
+                "the --output_dir's run.json",
+                f"give the --output_dir of the training that wrote it ({os.path.dirname(where)})",
+            )
+        else:
+            source, remedy = "--hparams_set", f"drop --hparams_set or use {recorded}"
         raise UserError(
             f"the checkpoint was trained with hparams set {recorded!r} ({where}), but "
             f"{source} says {expected!r}; a model's weights only fit the hparams they "
-            f"were trained with. Use --hparams_set={recorded} or the matching checkpoint."
+            f"were trained with: {remedy}."
         )

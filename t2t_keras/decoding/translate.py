@@ -37,11 +37,19 @@ class Translation:
     def text(self) -> str:
         return self.texts[0] if self.texts else ""
 
-    def line(self, write_scores: bool) -> str:
-        """The output line: hypotheses tab-separated, then their scores if asked."""
-        fields = [" ".join(text.split()) for text in self.texts] or [""]
+    def line(self, write_scores: bool, columns: int = 1) -> str:
+        """The output line: hypotheses tab-separated, then their scores if asked.
+
+        Args:
+          write_scores: append the scores.
+          columns: hypotheses per line (beam_size with return_beams); missing
+            ones (an empty input, fewer finished hypotheses) are empty, their
+            scores -inf, so every line has the same fields.
+        """
+        missing = max(columns - len(self.texts), 0)
+        fields = [" ".join(text.split()) for text in self.texts] + [""] * missing
         if write_scores:
-            fields += [f"{score:.6f}" for score in self.scores] or ["0.000000"]
+            fields += [f"{score:.6f}" for score in self.scores] + ["-inf"] * missing
         return "\t".join(fields)
 
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 import sacrebleu
-from binaries import assert_user_error, run
+from binaries import assert_user_error, run, script
 
 from t2t_keras.problems.number_words import english, german
 
@@ -70,19 +71,25 @@ def test_decodes_the_problems_test_split_and_prints_its_score(trained_dir: Path)
 
 
 def test_interactive_translates_each_line_with_beams_and_scores(trained_dir: Path) -> None:
-    result = run(
-        "t2t-decoder",
-        f"--output_dir={trained_dir}",
-        "--decode_interactive",
-        "--decode_hparams=beam_size=2,return_beams=true,write_beam_scores=true",
-        stdin="forty\n\nsix hundred\n",
+    result = subprocess.run(
+        [
+            str(script("t2t-decoder")),
+            f"--output_dir={trained_dir}",
+            "--decode_interactive",
+            "--decode_hparams=beam_size=2,return_beams=true,write_beam_scores=true",
+        ],
+        input=b"forty\n\nsix \xff hundred\nsix hundred\n",
+        capture_output=True,
+        timeout=300,
     )
     assert result.returncode == 0, result.stderr
-    lines = result.stdout.splitlines()[1:]  # After the "Decoding with ..." line.
-    assert len(lines) == 3
+    lines = result.stdout.decode().split("\n")
+    assert lines.pop() == "" and len(lines) == 4  # One output line per input line, nothing else.
     first = lines[0].split("\t")
     assert len(first) == 4 and float(first[2]) >= float(first[3])
-    assert lines[1] == "\t0.000000"
+    assert lines[1] == lines[2] == "\t\t-inf\t-inf"
+    assert b"Input line 3 is not UTF-8" in result.stderr
+    assert lines[3].split("\t")[0]
 
 
 def test_bad_input_is_refused_before_anything_is_written(trained_dir: Path, tmp_path: Path) -> None:
@@ -103,6 +110,9 @@ def test_bad_input_is_refused_before_anything_is_written(trained_dir: Path, tmp_
     assert_user_error(
         run("t2t-decoder", *unwritable, f"--decode_to_file={tmp_path}"), "is a directory"
     )
+    same = run("t2t-decoder", *unwritable, f"--decode_to_file={good}")
+    assert_user_error(same, "is the --decode_from_file file")
+    assert good.read_text() == "forty\n"
 
 
 @pytest.mark.parametrize(

@@ -87,7 +87,11 @@ def test_output_line_is_one_line_whatever_the_text() -> None:
     translation = Translation(["a\nb\u2028c  d"], [-0.5], [[5, EOS_ID]])
     assert translation.line(write_scores=False) == "a b c d"
     assert translation.line(write_scores=True) == "a b c d\t-0.500000"
-    assert Translation([], [], []).line(write_scores=True) == "\t0.000000"
+    assert Translation([], [], []).line(write_scores=True) == "\t-inf"
+    # With return_beams every line has beam_size outputs, then beam_size scores.
+    assert Translation(["a"], [-0.5], [[5, EOS_ID]]).line(True, columns=3) == (
+        "a\t\t\t-0.500000\t-inf\t-inf"
+    )
 
 
 @pytest.mark.parametrize(
