@@ -207,7 +207,9 @@ def main(argv: list[str]) -> None:
     extra_length = output_tokens - (FLAGS.input_tokens + 1)
     models = build_models(FLAGS.hparams_set)
     if output_tokens + 1 > models[True].hparams.max_length:
-        raise app.UsageError(f"--output_tokens must be below max_length - 1 of {FLAGS.hparams_set}")
+        raise app.UsageError(
+            f"--output_tokens must be at most max_length - 1 of {FLAGS.hparams_set}"
+        )
     check_cached_equals_uncached(models, beam_size)
     inputs = random_inputs([FLAGS.input_tokens] * batch_size, seed=1)
     steps = output_tokens + 1
