@@ -11,7 +11,7 @@ import dataclasses
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any, BinaryIO, TextIO
+from typing import BinaryIO, TextIO
 
 from absl import logging
 
@@ -20,9 +20,7 @@ from t2t_keras.decoding.loading import TrainedModel
 from t2t_keras.decoding.translate import Translation, Translator
 from t2t_keras.errors import UserError
 from t2t_keras.files import check_writable, read_text_lines, write_atomically
-from t2t_keras.metrics import bleu as bleu_metrics
-from t2t_keras.metrics.bracket_f1 import bracket_f1
-from t2t_keras.training.evaluation import exact_match
+from t2t_keras.metrics.output_metrics import score
 
 
 @dataclasses.dataclass
@@ -199,7 +197,7 @@ def print_scores(
         return {}
     values = {}
     for name in dict.fromkeys(metrics):
-        values[name], line = _score(name, hypotheses, references)
+        values[name], line = score(name, hypotheses, references)
         print(line, file=out)
     return values
 
@@ -225,16 +223,3 @@ def plot_attention(
     paths = write_attention_plots(trained.model, trained.vocabs, examples, plot_dir)
     logging.info("Wrote %d attention plots and index.html to %s.", len(paths), plot_dir)
     return paths
-
-
-def _score(name: str, hypotheses: list[str], references: list[str]) -> tuple[float, str]:
-    if name == "bleu":
-        result = bleu_metrics.sacrebleu_score(hypotheses, references)
-        return result.score, str(result)
-    if name == "exact_match":
-        value = exact_match(hypotheses, references)
-        return value, f"exact match: {100 * value:.2f}% of {len(references)} sentences"
-    if name == "bracket_f1":
-        result: Any = bracket_f1(hypotheses, references)
-        return result.f1, str(result)
-    raise UserError(f"unknown metric {name!r}; known: bleu, exact_match, bracket_f1.")

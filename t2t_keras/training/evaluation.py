@@ -12,13 +12,12 @@ import math
 from typing import Any
 
 import numpy as np
-import sacrebleu
 import tensorflow as tf
 
-from t2t_keras.data.ids import EOS_ID, PAD_ID
 from t2t_keras.data.problem import Problem
-from t2t_keras.decoding.decoder import Decoder
-from t2t_keras.metrics.bracket_f1 import bracket_f1
+from t2t_keras.decoding.decode_hparams import DecodeHParams
+from t2t_keras.decoding.translate import Translator
+from t2t_keras.metrics.output_metrics import OUTPUT_METRICS, score
 from t2t_keras.training.loss import correct_tokens, smoothed_cross_entropy_sum
 
 
@@ -32,7 +31,7 @@ class Evaluator:
       data_dir: where the dev shards are.
       max_batches: dev batches for loss and accuracy; 0 = the whole split.
       bleu_examples: dev sentences decoded for the problem's output metrics
-        ("bleu", "exact_match", "bracket_f1"); 0 = none.
+        (`t2t_keras.metrics.output_metrics`); 0 = none.
       jit_compile: XLA-compile the beam search.
     """
 
@@ -51,14 +50,14 @@ class Evaluator:
         self.hparams = hparams
         self.data_dir = data_dir
         self.max_batches = max_batches
-        self.output_metrics = [m for m in problem.eval_metrics() if m in _OUTPUT_METRICS]
+        self.output_metrics = [m for m in problem.eval_metrics() if m in OUTPUT_METRICS]
         self.bleu_examples = bleu_examples if self.output_metrics else 0
-        self.decoder = Decoder(model, jit_compile=jit_compile) if self.bleu_examples else None
+        self.jit_compile = jit_compile
         self._sums = tf.function(self._batch_sums, reduce_retracing=True)
         self._dataset = None
-        self._bleu_inputs: list[np.ndarray] = []
+        self._translator: Translator | None = None
+        self._sources: list[str] = []
         self._references: list[str] = []
-        self._encoders: dict[str, Any] = {}
 
     def __call__(self) -> dict[str, float]:
         """{"loss", "accuracy", "perplexity"} and the problem's output metrics."""
@@ -66,7 +65,7 @@ class Evaluator:
         if self.bleu_examples:
             hypotheses = self.decode_subset()
             for name in self.output_metrics:
-                metrics[name] = _OUTPUT_METRICS[name](hypotheses, self._references)
+                metrics[name], _ = score(name, hypotheses, self._references)
         return metrics
 
     def token_metrics(self) -> dict[str, float]:
@@ -93,45 +92,10 @@ class Evaluator:
 
     def decode_subset(self) -> list[str]:
         """The first bleu_examples dev sentences decoded with the model's beam search."""
-        if not self._references:  # Read, encode and batch the subset once.
-            self._encoders = self.problem.feature_encoders(self.data_dir)
-            encoders = self._encoders
+        if self._translator is None:  # Read the subset and build the search once.
             pairs = self.problem.text_examples(self.data_dir, "dev", self.bleu_examples)
+            self._sources = [source for source, _ in pairs]
             self._references = [target for _, target in pairs]
-            self._bleu_inputs = _padded_batches(
-                [[*encoders["inputs"].encode(source), EOS_ID] for source, _ in pairs], 32
-            )
-        hypotheses = []
-        for inputs in self._bleu_inputs:
-            ids, _ = self.decoder(inputs)
-            hypotheses += [self._encoders["targets"].decode(row[0]) for row in ids.numpy()]
-        return hypotheses
-
-
-def bleu(hypotheses: list[str], references: list[str]) -> float:
-    """sacreBLEU: cased, detokenized, 13a tokenization."""
-    return sacrebleu.corpus_bleu(hypotheses, [references]).score
-
-
-def exact_match(hypotheses: list[str], references: list[str]) -> float:
-    """The fraction of outputs identical to their reference."""
-    same = sum(h == r for h, r in zip(hypotheses, references, strict=True))
-    return same / max(len(references), 1)
-
-
-def labeled_bracket_f1(hypotheses: list[str], references: list[str]) -> float:
-    """Labeled bracket F1 (in %) of linearized parse trees."""
-    return bracket_f1(hypotheses, references).f1
-
-
-_OUTPUT_METRICS = {"bleu": bleu, "exact_match": exact_match, "bracket_f1": labeled_bracket_f1}
-
-
-def _padded_batches(rows: list[list[int]], batch_size: int) -> list[np.ndarray]:
-    """Id rows in batches of batch_size, each padded to its longest row (input order kept)."""
-    batches = []
-    for start in range(0, len(rows), batch_size):
-        chunk = rows[start : start + batch_size]
-        width = max(len(row) for row in chunk)
-        batches.append(np.array([row + [PAD_ID] * (width - len(row)) for row in chunk], np.int32))
-    return batches
+            encoders = self.problem.feature_encoders(self.data_dir)
+            self._translator = Translator(self.model, encoders, DecodeHParams(), self.jit_compile)
+        return [translation.text for translation in self._translator.translate(self._sources)]

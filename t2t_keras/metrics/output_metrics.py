@@ -1,0 +1,42 @@
+"""The problems' output metrics by name, the one place that scores decoded text.
+
+A problem names its metrics in `eval_metrics()`; the trainer's evaluation
+and t2t-decoder both score through `score`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from t2t_keras.errors import UserError
+from t2t_keras.metrics.bleu import sacrebleu_score
+from t2t_keras.metrics.bracket_f1 import bracket_f1
+
+OUTPUT_METRICS = ("bleu", "exact_match", "bracket_f1")
+
+
+def exact_match(hypotheses: Sequence[str], references: Sequence[str]) -> float:
+    """The fraction of outputs identical to their reference."""
+    same = sum(h == r for h, r in zip(hypotheses, references, strict=True))
+    return same / max(len(references), 1)
+
+
+def score(name: str, hypotheses: Sequence[str], references: Sequence[str]) -> tuple[float, str]:
+    """(value, printable line) of output metric `name`.
+
+    Values: "bleu" is sacreBLEU (cased, detokenized, 13a) in 0..100,
+    "exact_match" a fraction in 0..1, "bracket_f1" labeled bracket F1 in 0..100.
+
+    Raises:
+      UserError: an unknown metric name.
+    """
+    if name == "bleu":
+        result = sacrebleu_score(hypotheses, references)
+        return result.score, str(result)
+    if name == "exact_match":
+        value = exact_match(hypotheses, references)
+        return value, f"exact match: {100 * value:.2f}% of {len(references)} sentences"
+    if name == "bracket_f1":
+        brackets = bracket_f1(hypotheses, references)
+        return brackets.f1, str(brackets)
+    raise UserError(f"unknown metric {name!r}; known: {', '.join(OUTPUT_METRICS)}.")
