@@ -54,8 +54,7 @@ def make_writable_dir(path: str, what: str = "the output directory") -> str:
     path = os.path.expanduser(path)
     try:
         os.makedirs(path, exist_ok=True)
-        with tempfile.TemporaryFile(dir=path):
-            pass
+        _try_writing_in(path)
     except OSError as error:
         raise UserError(
             f"{what} {path} cannot be created or written ({error.strerror}); give a "
@@ -79,9 +78,8 @@ def check_writable(path: str, what: str = "the output file") -> None:
     elif not os.path.isdir(directory):
         problem = f"is in {directory}, which does not exist"
     else:
-        try:  # Access checks can pass where a write fails (root, read-only mounts): try one.
-            with tempfile.TemporaryFile(dir=directory):
-                pass
+        try:
+            _try_writing_in(directory)
         except OSError as error:
             problem = f"cannot be written ({error.strerror})"
     if problem is None and os.path.exists(path) and not os.access(path, os.W_OK):
@@ -110,6 +108,15 @@ def write_atomically(data: bytes, path: str) -> None:
     except BaseException:
         os.remove(temporary_path)
         raise
+
+
+def _try_writing_in(directory: str) -> None:
+    """Creates and removes a file in directory; raises OSError if that fails.
+
+    Access checks can pass where a write fails (root, read-only mounts).
+    """
+    with tempfile.TemporaryFile(dir=directory):
+        pass
 
 
 def _give_mode(temporary_path: str, path: str) -> None:
