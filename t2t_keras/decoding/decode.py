@@ -213,12 +213,9 @@ def plot_attention(
     # matplotlib is imported only when plots are asked for.
     from t2t_keras.decoding.attention_plots import write_attention_plots
 
-    rows, _ = translator.encode(decoded.sources)
-    examples = [
-        (row, translation.ids[0])
-        for row, translation in zip(rows, decoded.translations, strict=True)
-        if row and translation.ids
-    ][:count]
+    chosen = [i for i, translation in enumerate(decoded.translations) if translation.ids][:count]
+    rows, _ = translator.encode([decoded.sources[i] for i in chosen])  # Only those plotted.
+    examples = [(row, decoded.translations[i].ids[0]) for row, i in zip(rows, chosen, strict=True)]
     plot_dir = os.path.expanduser(plot_dir)
     paths = write_attention_plots(trained.model, trained.vocabs, examples, plot_dir)
     logging.info("Wrote %d attention plots and index.html to %s.", len(paths), plot_dir)
