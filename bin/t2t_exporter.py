@@ -18,7 +18,7 @@ import os
 from absl import flags
 
 from t2t_keras.bin import common
-from t2t_keras.decoding.decode_hparams import DecodeHParams
+from t2t_keras.decoding.decode_hparams import SEARCH_SETTINGS, DecodeHParams
 from t2t_keras.decoding.export import export_translator
 from t2t_keras.decoding.loading import load_trained
 from t2t_keras.errors import UserError
@@ -32,12 +32,12 @@ flags.DEFINE_string(
     "decode_hparams",
     "",
     "Search settings of the exported model, comma-separated name=value among beam_size, "
-    "alpha, extra_length (default: the hparams set's) and return_beams (outputs and scores "
-    "[B, beam_size], best first).",
+    "alpha, extra_length (default: the hparams set's), min_length (1), stopping (first_k or "
+    "best_possible) and return_beams (outputs and scores [B, beam_size], best first).",
 )
 FLAGS = flags.FLAGS
 
-_EXPORTED = ("beam_size", "alpha", "extra_length", "return_beams")
+_EXPORTED = SEARCH_SETTINGS
 
 
 def _search_settings() -> DecodeHParams:
@@ -64,14 +64,7 @@ def main() -> int:
         common.required("output_dir", "the training directory whose checkpoint is exported")
     trained = load_trained(FLAGS.output_dir, FLAGS.checkpoint_path)
     export_dir = FLAGS.export_dir or os.path.join(trained.run_dir, "export")
-    version_dir = export_translator(
-        trained,
-        export_dir,
-        settings.beam_size,
-        settings.alpha,
-        settings.extra_length,
-        settings.return_beams,
-    )
+    version_dir = export_translator(trained, export_dir, settings)
     print(version_dir)
     print(
         "Load it with (tensorflow_text registers the tokenizer ops): import tensorflow as tf, "

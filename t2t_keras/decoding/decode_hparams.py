@@ -10,7 +10,12 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from t2t_keras.decoding.search import STOPPING_RULES
 from t2t_keras.hparam import HParams
+
+# The settings of the search itself (Decoder's keyword arguments); the rest
+# are t2t-decoder's batching and writing.
+SEARCH_SETTINGS = ("beam_size", "alpha", "extra_length", "return_beams", "min_length", "stopping")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -20,6 +25,8 @@ class DecodeHParams(HParams):
     beam_size: int | None = None  # hypotheses kept per sentence; 1 = greedy; None = the set's
     alpha: float | None = None  # length penalty exponent; None = the hparams set's
     extra_length: int | None = None  # output may exceed input by this many tokens; None = set's
+    min_length: int = 1  # fewest output tokens for a non-empty input; 0 lets EOS come first
+    stopping: str = "first_k"  # beam stops at K finished ("first_k") or when none can win
     batch_size: int = 32  # sentences decoded together (file decoding sorts them by length)
     return_beams: bool = False  # write every beam, tab-separated, best first
     write_beam_scores: bool = False  # append the score(s) after the output, tab-separated
@@ -29,9 +36,10 @@ class DecodeHParams(HParams):
         for name in ("beam_size", "batch_size"):
             value = getattr(self, name)
             self.require(value is None or value >= 1, name, "at least 1")
-        for name in ("alpha", "extra_length", "num_samples"):
+        for name in ("alpha", "extra_length", "num_samples", "min_length"):
             value = getattr(self, name)
             self.require(value is None or value >= 0, name, "0 or more")
+        self.require(self.stopping in STOPPING_RULES, "stopping", " or ".join(STOPPING_RULES))
 
     def resolved(self, model_hparams: Any) -> DecodeHParams:
         """A copy whose unset search settings are the model hparams' values."""
@@ -43,3 +51,7 @@ class DecodeHParams(HParams):
                 if getattr(self, name) is None
             },
         )
+
+    def search_settings(self) -> dict[str, Any]:
+        """The search's settings, as `Decoder`'s keyword arguments."""
+        return {name: getattr(self, name) for name in SEARCH_SETTINGS}

@@ -24,6 +24,10 @@ class Decoder(tf.Module):
         and never more than max_length - 1.
       return_beams: return all beam_size hypotheses, best first, rather than
         the best one (the search then runs until all are final).
+      min_length: fewest tokens before EOS for a non-empty input (an input of
+        EOS alone may still give EOS alone); 0 lets EOS come first.
+      stopping: beam search's stopping rule, "first_k" or "best_possible"
+        (see `search`).
       jit_compile: XLA-compile the search.
     """
 
@@ -34,6 +38,8 @@ class Decoder(tf.Module):
         alpha: float | None = None,
         extra_length: int | None = None,
         return_beams: bool = False,
+        min_length: int = 1,
+        stopping: str = "first_k",
         jit_compile: bool = True,
     ) -> None:
         super().__init__()
@@ -44,6 +50,8 @@ class Decoder(tf.Module):
         self.extra_length = hparams.extra_length if extra_length is None else extra_length
         self.max_length = hparams.max_length
         self.num_returned = self.beam_size if return_beams else 1
+        self.min_length = min_length
+        self.stopping = stopping
         # The compiled search itself, for rows already at most max_length long
         # (graphs of unknown shape, such as a SavedModel's, truncate beforehand).
         self.search = tf.function(self._search_ids, jit_compile=jit_compile)
@@ -80,11 +88,20 @@ class Decoder(tf.Module):
 
     def _search_ids(self, inputs: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
         decode_length, max_lengths = decode_limits(inputs, self.extra_length, self.max_length)
+        min_lengths = minimum_lengths(inputs, self.min_length, max_lengths)
         state, step = self.model.start_decoding(inputs, decode_length, self.beam_size)
         if self.beam_size == 1:
-            return greedy_search(step, state, decode_length, max_lengths, self.alpha)
+            return greedy_search(step, state, decode_length, max_lengths, self.alpha, min_lengths)
         return beam_search(
-            step, state, self.beam_size, decode_length, max_lengths, self.alpha, self.num_returned
+            step,
+            state,
+            self.beam_size,
+            decode_length,
+            max_lengths,
+            self.alpha,
+            self.num_returned,
+            min_lengths,
+            self.stopping,
         )
 
 
@@ -108,3 +125,15 @@ def decode_limits(inputs: tf.Tensor, extra_length: int, max_length: int) -> tupl
         most_tokens = min(inputs.shape[1] + extra_length, most_tokens)
     lengths = tf.reduce_sum(tf.cast(inputs != PAD_ID, tf.int32), axis=1)
     return most_tokens + 1, tf.minimum(lengths + extra_length, most_tokens)
+
+
+def minimum_lengths(inputs: tf.Tensor, min_length: int, max_lengths: tf.Tensor) -> tf.Tensor:
+    """[B] fewest tokens before EOS: min_length, but 0 for an empty input (EOS or PAD only).
+
+    Args:
+      inputs: [B, S] ids.
+      min_length: the minimum for a non-empty input.
+      max_lengths: [B] the most tokens before EOS, which the minimum never exceeds.
+    """
+    has_words = tf.reduce_any((inputs != PAD_ID) & (inputs != EOS_ID), axis=1)
+    return tf.where(has_words, tf.minimum(min_length, max_lengths), 0)

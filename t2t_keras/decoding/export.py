@@ -26,6 +26,7 @@ import tensorflow as tf
 
 from t2t_keras.data.ids import EOS_ID, PAD_ID
 from t2t_keras.data.vocab import Vocabulary
+from t2t_keras.decoding.decode_hparams import DecodeHParams
 from t2t_keras.decoding.decoder import Decoder
 from t2t_keras.decoding.loading import TrainedModel
 from t2t_keras.errors import UserError
@@ -37,10 +38,7 @@ _TEMPORARY_PREFIX = ".export-"
 def export_translator(
     trained: TrainedModel,
     export_dir: str,
-    beam_size: int | None = None,
-    alpha: float | None = None,
-    extra_length: int | None = None,
-    return_beams: bool = False,
+    settings: DecodeHParams | None = None,
     jit_compile: bool = True,
 ) -> str:
     """Writes a SavedModel that translates strings into a new version of export_dir.
@@ -48,9 +46,9 @@ def export_translator(
     Args:
       trained: the model with its weights and vocabularies.
       export_dir: the directory of versions; created if missing.
-      beam_size, alpha, extra_length: the search, as for `Decoder`; they
-        default to the model's hparams.
-      return_beams: return all beam_size hypotheses per input, best first.
+      settings: the search (beam_size, alpha, extra_length, min_length,
+        stopping, return_beams: all K hypotheses per input, best first); unset
+        ones default to the model's hparams.
       jit_compile: XLA-compile the beam search inside the SavedModel.
 
     Returns:
@@ -62,9 +60,8 @@ def export_translator(
     export_dir = os.path.abspath(os.path.expanduser(export_dir))
     temporary_dir = _make_temporary_dir(export_dir)
     try:
-        decoder = Decoder(
-            trained.model, beam_size, alpha, extra_length, return_beams, jit_compile=jit_compile
-        )
+        settings = (settings or DecodeHParams()).resolved(trained.model.hparams)
+        decoder = Decoder(trained.model, **settings.search_settings(), jit_compile=jit_compile)
         translator = ServingModule(decoder, trained.vocabs["inputs"], trained.vocabs["targets"])
         tf.saved_model.save(translator, temporary_dir, signatures={SIGNATURE: translator.translate})
         return _move_into_place(temporary_dir, export_dir)

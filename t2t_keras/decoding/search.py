@@ -11,18 +11,23 @@ leading rows, reordered with the beams.
 
 Rules shared by both searches:
   - PAD is never produced; sentence b gets at most max_lengths[b] tokens before
-    its EOS, which is forced at position max_lengths[b].
+    its EOS, which is forced at position max_lengths[b], and at least
+    min_lengths[b]: EOS is barred before that position (fairseq's min_len; the
+    decoder asks for 1 token unless the input is empty, so an ordinary
+    sentence never translates to nothing).
   - A hypothesis of n tokens (EOS included) with log-probability log_p scores
     log_p / ((5 + n) / 6) ** alpha, the GNMT length penalty.
 Beam search takes the 2K best one-token extensions of the K alive beams. Those
 among the first K that end in EOS become finished hypotheses (so beam size 1
 is greedy search); the best K that do not end stay alive. A sentence is done
-when it has K finished hypotheses, or when no alive beam can beat the N-th
-best finished one even at its longest length (N = the hypotheses the caller
-wants: 1 stops as early as possible), or at its length limit. Stopping once
-K hypotheses are finished is fairseq's rule: it makes beam size 1 exactly
-greedy search, at the price that a still-alive beam which could have scored
-better is not followed further (tensor2tensor follows it).
+when no alive beam can beat the N-th best finished one even at its longest
+length (N = the hypotheses the caller wants: 1 stops as early as possible),
+or at its length limit, and, under the stopping rule "first_k" (fairseq's,
+the default), as soon as it has K finished hypotheses. "first_k" makes beam
+size 1 exactly greedy search, at the price that a still-alive beam which
+could have scored better is not followed further. "best_possible"
+(tensor2tensor's) follows it: it also takes EOS extensions from all 2K
+candidates as finished, and stops a sentence only when nothing alive can win.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from t2t_keras.data.ids import EOS_ID, PAD_ID
 
 StepFunction = Callable[[Any, tf.Tensor, tf.Tensor], tuple[tf.Tensor, Any]]
 NEG_INF = float("-inf")
+STOPPING_RULES = ("first_k", "best_possible")
 
 
 def length_penalty(length: tf.Tensor, alpha: float) -> tf.Tensor:
@@ -43,13 +49,16 @@ def length_penalty(length: tf.Tensor, alpha: float) -> tf.Tensor:
     return tf.pow((5.0 + tf.cast(length, tf.float32)) / 6.0, alpha)
 
 
-def allowed_log_probs(logits: tf.Tensor, index: tf.Tensor, max_lengths: tf.Tensor) -> tf.Tensor:
-    """log_softmax with PAD removed and EOS forced at the length limit.
+def allowed_log_probs(
+    logits: tf.Tensor, index: tf.Tensor, max_lengths: tf.Tensor, min_lengths: tf.Tensor | None
+) -> tf.Tensor:
+    """log_softmax with PAD removed, EOS barred before min_lengths and forced at max_lengths.
 
     Args:
       logits: [B, K, V] float32.
       index: the position being decoded.
       max_lengths: [B] most tokens before EOS.
+      min_lengths: [B] fewest tokens before EOS (each at most max_lengths), or None.
 
     Returns:
       [B, K, V] log-probabilities, -inf where a token may not be chosen.
@@ -58,6 +67,9 @@ def allowed_log_probs(logits: tf.Tensor, index: tf.Tensor, max_lengths: tf.Tenso
     tokens = tf.range(tf.shape(logits)[-1])[tf.newaxis, tf.newaxis, :]
     forced = (index >= max_lengths)[:, tf.newaxis, tf.newaxis]
     allowed = tf.logical_and(tokens != PAD_ID, tf.logical_or(~forced, tokens == EOS_ID))
+    if min_lengths is not None:
+        barred = (index < min_lengths)[:, tf.newaxis, tf.newaxis]
+        allowed = tf.logical_and(allowed, tf.logical_or(~barred, tokens != EOS_ID))
     return tf.where(allowed, log_probs, NEG_INF)
 
 
@@ -67,6 +79,7 @@ def greedy_search(
     decode_length: int,
     max_lengths: tf.Tensor,
     alpha: float,
+    min_lengths: tf.Tensor | None = None,
 ) -> tuple[tf.Tensor, tf.Tensor]:
     """The most probable token at every position.
 
@@ -76,6 +89,7 @@ def greedy_search(
       decode_length: L, static.
       max_lengths: [B] int32, each below L.
       alpha: length penalty exponent of the returned scores.
+      min_lengths: [B] int32, each at most max_lengths; None = no minimum.
 
     Returns:
       (ids [B, 1, L] int32 with EOS then PAD, scores [B, 1] float32).
@@ -85,7 +99,9 @@ def greedy_search(
     def body(index, ids, log_probs, finished, state):
         previous = _previous_tokens(ids, index)
         logits, state = step(state, index, previous)
-        token_log_probs = allowed_log_probs(logits[:, tf.newaxis], index, max_lengths)[:, 0]
+        token_log_probs = allowed_log_probs(logits[:, tf.newaxis], index, max_lengths, min_lengths)[
+            :, 0
+        ]
         tokens = tf.argmax(token_log_probs, axis=-1, output_type=tf.int32)
         tokens = tf.where(finished, PAD_ID, tokens)
         chosen = tf.gather(token_log_probs, tokens, batch_dims=1)
@@ -120,6 +136,8 @@ def beam_search(
     max_lengths: tf.Tensor,
     alpha: float,
     num_returned: int | None = None,
+    min_lengths: tf.Tensor | None = None,
+    stopping: str = "first_k",
 ) -> tuple[tf.Tensor, tf.Tensor]:
     """The best hypotheses per sentence under the length penalty.
 
@@ -132,13 +150,19 @@ def beam_search(
       alpha: length penalty exponent.
       num_returned: N <= K, how many of the best hypotheses are returned;
         the search runs until these are final. Defaults to K.
+      min_lengths: [B] int32, each at most max_lengths; None = no minimum.
+      stopping: "first_k" or "best_possible", when a sentence is done (above).
 
     Returns:
       (ids [B, N, L] int32 with EOS then PAD, best first; scores [B, N]
       float32, -inf for slots left empty when fewer hypotheses exist).
     """
+    if stopping not in STOPPING_RULES:
+        raise ValueError(f"stopping must be one of {STOPPING_RULES}, not {stopping!r}")
     batch, beams = _batch_size(max_lengths), beam_size
     num_returned = num_returned or beam_size
+    # EOS extensions that may finish: the first K candidates, or all 2K.
+    finishing_slots = beams if stopping == "first_k" else 2 * beams
     first_beam_only = tf.concat([[0.0], tf.fill([beams - 1], NEG_INF)], axis=0)
 
     def body(index, alive_ids, alive_log_probs, finished_ids, finished_scores, done, state):
@@ -146,15 +170,15 @@ def beam_search(
         logits, state = step(state, index, previous)
         vocab = tf.shape(logits)[-1]
         logits = tf.reshape(logits, [batch, beams, vocab])
-        log_probs = allowed_log_probs(logits, index, max_lengths)
+        log_probs = allowed_log_probs(logits, index, max_lengths, min_lengths)
         extended = tf.reshape(alive_log_probs[:, :, tf.newaxis] + log_probs, [batch, -1])
         top_log_probs, top_indices = tf.math.top_k(extended, k=2 * beams)  # [B, 2K]
         origins, tokens = top_indices // vocab, top_indices % vocab
         top_ids = tf.gather(alive_ids, origins, batch_dims=1)  # [B, 2K, L]
         top_ids += tf.one_hot(index, decode_length, dtype=tf.int32) * tokens[:, :, tf.newaxis]
         ends = tokens == EOS_ID
-        # Finished: EOS extensions among the first K, for sentences not done.
-        may_finish = tf.logical_and(ends, tf.range(2 * beams) < beams) & ~done[:, tf.newaxis]
+        # Finished: EOS extensions among the finishing slots, for sentences not done.
+        may_finish = ends & (tf.range(2 * beams) < finishing_slots) & ~done[:, tf.newaxis]
         new_scores = tf.where(may_finish, top_log_probs / length_penalty(index + 1, alpha), NEG_INF)
         finished_scores, best = tf.math.top_k(
             tf.concat([finished_scores, new_scores], axis=1), k=beams
@@ -169,7 +193,7 @@ def beam_search(
         state = tf.nest.map_structure(lambda tensor: tf.gather(tensor, rows), state)
         last_needed = finished_scores[:, num_returned - 1]
         done |= _sentence_done(
-            index, alive_log_probs, finished_scores, last_needed, max_lengths, alpha
+            index, alive_log_probs, finished_scores, last_needed, max_lengths, alpha, stopping
         )
         return index + 1, alive_ids, alive_log_probs, finished_ids, finished_scores, done, state
 
@@ -199,17 +223,19 @@ def _sentence_done(
     last_needed: tf.Tensor,
     max_lengths: tf.Tensor,
     alpha: float,
+    stopping: str,
 ) -> tf.Tensor:
-    """[B] bool: nothing alive can still change sentence b's returned hypotheses.
+    """[B] bool: sentence b is done under the stopping rule.
 
     Args:
       last_needed: [B] score of the N-th best finished hypothesis (-inf if none).
     """
-    beam_full = finished_scores[:, -1] > NEG_INF
     # Log-probabilities only fall, and the penalty divides least at the longest length.
     best_possible = alive_log_probs[:, 0] / length_penalty(max_lengths + 1, alpha)
-    cannot_win = best_possible <= last_needed
-    return beam_full | cannot_win | (index >= max_lengths)
+    done = (best_possible <= last_needed) | (index >= max_lengths)
+    if stopping == "first_k":
+        done |= finished_scores[:, -1] > NEG_INF
+    return done
 
 
 def _batch_size(max_lengths: tf.Tensor) -> int | tf.Tensor:

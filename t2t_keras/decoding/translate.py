@@ -73,14 +73,7 @@ class Translator:
         self.hparams = decode_hparams.resolved(model.hparams)
         self.vocabs = vocabs
         self.max_length = model.hparams.max_length
-        self.decoder = Decoder(
-            model,
-            beam_size=self.hparams.beam_size,
-            alpha=self.hparams.alpha,
-            extra_length=self.hparams.extra_length,
-            return_beams=self.hparams.return_beams,
-            jit_compile=jit_compile,
-        )
+        self.decoder = Decoder(model, **self.hparams.search_settings(), jit_compile=jit_compile)
 
     def encode(self, sentences: Sequence[str]) -> tuple[list[list[int]], int]:
         """Each sentence's ids ending with EOS (empty for a blank one), and how many were cut."""

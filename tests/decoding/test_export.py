@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 from binaries import assert_user_error, run
+from eos_first import make_eos_first
 
 from t2t_keras.data.ids import EOS_ID, PAD_ID
 from t2t_keras.decoding import Decoder
@@ -42,12 +43,14 @@ def translate_in_subprocess(saved_model: Path, inputs: list[str]) -> dict:
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-def decode_in_process(trained: TrainedModel, inputs: list[str]) -> tuple[list[str], np.ndarray]:
+def decode_in_process(
+    trained: TrainedModel, inputs: list[str], min_length: int = 1
+) -> tuple[list[str], np.ndarray]:
     """Best translations and scores from Decoder, with the model's search settings."""
     rows = [[*trained.vocabs["inputs"].encode(text), EOS_ID] for text in inputs]
     width = max(len(row) for row in rows)
     batch = np.array([row + [PAD_ID] * (width - len(row)) for row in rows], np.int32)
-    ids, scores = Decoder(trained.model)(batch)
+    ids, scores = Decoder(trained.model, min_length=min_length)(batch)
     outputs = [trained.vocabs["targets"].decode(best) for best in ids.numpy()[:, 0]]
     return outputs, scores.numpy()[:, 0]
 
@@ -111,3 +114,16 @@ def test_exporter_bad_input_exits_2(trained_dir: Path, tmp_path: Path) -> None:
     assert_user_error(unknown, "Unknown hparam 'beam'", "beam_size")
     file_only = run("t2t-exporter", f"--output_dir={trained_dir}", "--decode_hparams=batch_size=8")
     assert_user_error(file_only, "sets batch_size, which an exported model does not have")
+
+
+def test_saved_model_gives_no_empty_output_for_a_non_empty_input(
+    trained_dir: Path, tmp_path: Path
+) -> None:
+    trained = load_trained(str(trained_dir))
+    make_eos_first(trained.model)
+    inputs = ["three hundred forty two", "", "nineteen"]
+    assert decode_in_process(trained, inputs, min_length=0)[0] == ["", "", ""]
+    version_dir = export_translator(trained, str(tmp_path / "export"))
+    outputs = translate_in_subprocess(Path(version_dir), inputs)["outputs"]
+    assert outputs == decode_in_process(trained, inputs)[0]
+    assert outputs[0] and outputs[2] and outputs[1] == ""

@@ -10,10 +10,12 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from eos_first import make_eos_first
 
 from t2t_keras import registry
 from t2t_keras.data.ids import EOS_ID
 from t2t_keras.decoding import Decoder, beam_search, decode_limits, greedy_search, length_penalty
+from t2t_keras.decoding.search import STOPPING_RULES
 from t2t_keras.models import TransformerHParams
 
 TINY = TransformerHParams(
@@ -42,13 +44,15 @@ def model():
     return build(TINY)
 
 
-def search(model, inputs, beam_size: int, alpha: float, extra_length: int, greedy=False):
+def search(
+    model, inputs, beam_size: int, alpha: float, extra_length: int, greedy=False, stopping="first_k"
+):
     """One search, uncompiled, with the Decoder's length limits."""
     decode_length, max_lengths = decode_limits(inputs, extra_length, model.hparams.max_length)
     state, step = model.start_decoding(inputs, decode_length, beam_size)
     if greedy:
         return greedy_search(step, state, decode_length, max_lengths, alpha)
-    return beam_search(step, state, beam_size, decode_length, max_lengths, alpha)
+    return beam_search(step, state, beam_size, decode_length, max_lengths, alpha, stopping=stopping)
 
 
 @pytest.mark.parametrize("alpha", [0.0, 0.6, 2.0])
@@ -59,14 +63,17 @@ def test_beam_of_one_is_greedy(model, alpha: float) -> None:
     np.testing.assert_allclose(beam_scores, greedy_scores, rtol=1e-5)
 
 
-def test_wide_beam_finds_the_exhaustive_best() -> None:
+@pytest.mark.parametrize("stopping", STOPPING_RULES)
+def test_wide_beam_finds_the_exhaustive_best(stopping: str) -> None:
     """Vocab 5 (PAD, EOS and 3 tokens), at most 3 tokens before EOS: 40 hypotheses."""
     model = build(TINY.override("vocab_size=5,max_length=8"), seed=7)
     inputs = tf.constant([[3, 4, 1]])
     hypotheses = all_hypotheses(most_tokens=3)
     log_probs = teacher_forced_log_probs(model, inputs, hypotheses)
     for alpha in (0.0, 0.6, 1.5):
-        ids, scores = search(model, inputs, beam_size=64, alpha=alpha, extra_length=0)
+        ids, scores = search(
+            model, inputs, beam_size=64, alpha=alpha, extra_length=0, stopping=stopping
+        )
         ranked = sorted(
             (
                 (total / float(length_penalty(len(ids), alpha)), ids)
@@ -224,3 +231,45 @@ def test_a_signature_of_unknown_shape_decodes_the_same(model, beam_size: int) ->
     for sentence in range(INPUTS.shape[0]):
         assert strip(ids[sentence, 0].numpy()) == strip(expected_ids[sentence, 0].numpy())
     np.testing.assert_allclose(scores, expected_scores, rtol=1e-5)
+
+
+@pytest.fixture(scope="module")
+def eos_first_model():
+    model = build(TINY)
+    make_eos_first(model)
+    return model
+
+
+@pytest.mark.parametrize("beam_size", [1, 4])
+@pytest.mark.parametrize("stopping", STOPPING_RULES)
+def test_a_non_empty_input_never_gives_an_empty_output(
+    eos_first_model, beam_size: int, stopping: str
+) -> None:
+    inputs = tf.constant([[5, 6, 7, 1], [9, 1, 0, 0], [EOS_ID, 0, 0, 0]])
+    old = Decoder(eos_first_model, beam_size, min_length=0, stopping=stopping)(inputs)
+    assert [strip(row) for row in old[0][:, 0].numpy()] == [[EOS_ID]] * 3  # EOS first.
+    for min_length in (1, 3):
+        ids, scores = Decoder(eos_first_model, beam_size, min_length=min_length, stopping=stopping)(
+            inputs
+        )
+        outputs = [strip(row) for row in ids[:, 0].numpy()]
+        assert [len(output) - 1 for output in outputs[:2]] == [min_length] * 2
+        assert outputs[2] == [EOS_ID]  # An empty input may still end at once.
+        assert np.all(np.isfinite(scores.numpy()))
+
+
+def test_min_length_never_exceeds_the_length_limit(eos_first_model) -> None:
+    ids, _ = Decoder(eos_first_model, 2, extra_length=0, min_length=10)(tf.constant([[5, 6, 1]]))
+    assert len(strip(ids[0, 0].numpy())) - 1 == 3  # Input length + extra_length(0) wins.
+
+
+def test_best_possible_stopping_follows_a_beam_that_can_still_win() -> None:
+    """Beam 1, alpha 2: "first_k" stops at EOS (-0.92); "2 EOS" scores -0.85."""
+    state = tf.zeros([1, 1])
+    first_k, _ = beam_search(table_step, state, 1, 4, tf.constant([3]), 2.0)
+    assert strip(first_k[0, 0].numpy()) == [EOS_ID]
+    ids, scores = beam_search(
+        table_step, state, 1, 4, tf.constant([3]), 2.0, stopping="best_possible"
+    )
+    assert strip(ids[0, 0].numpy()) == [2, EOS_ID]
+    assert scores[0, 0].numpy() == pytest.approx(math.log(0.35 * 0.9) / (7 / 6) ** 2, rel=1e-5)
