@@ -49,6 +49,9 @@ setup(
     ],
     extras_require={
         "test": ["pytest>=8", "hypothesis>=6.100", "ruff==0.17.6"],
+        # The PyTorch baseline of benchmarks/peers_multi30k.py; never needed by the tests.
+        # On a CPU-only machine install a CPU build of torch first.
+        "peers": ["torch>=2.6", "transformers>=5.23,<6"],
     },
     entry_points={
         "console_scripts": [

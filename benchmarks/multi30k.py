@@ -1,22 +1,84 @@
-"""Multi30k from ../shared/data laid out as text2text_tmpdir expects, for the benchmarks."""
+"""Multi30k from ../shared/data for the benchmarks: the data layout and the test scoring.
+
+Both benchmarks (ours, `train_multi30k.py`, and the PyTorch peer,
+`peers_multi30k.py`) read the same data and vocabulary through this module and
+score the same raw test files the same way, so their JSON lines compare.
+"""
 
 from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Sequence
 
 from absl import flags
+from sacrebleu.metrics import BLEU
 
 flags.DEFINE_string(
     "shared_data",
     os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data"),
     "Folder holding multi30k/.",
 )
+flags.DEFINE_list(
+    "test_sets",
+    ["test_2016_flickr", "val"],
+    "Multi30k sets decoded from their raw .en files and scored against their raw .de.",
+)
+
+PROBLEM = "text2text_tmpdir"
+
+
+def corpus_path(name: str, language: str) -> str:
+    """The raw Multi30k file `name.language`, e.g. test_2016_flickr.en."""
+    return os.path.join(flags.FLAGS.shared_data, "multi30k", f"{name}.{language}")
 
 
 def prepare_tmp_dir(tmp_dir: str) -> None:
     """Copies Multi30k's train and val (En->De) into tmp_dir as train/dev .src/.tgt."""
-    corpus = os.path.join(flags.FLAGS.shared_data, "multi30k")
+    os.makedirs(tmp_dir, exist_ok=True)
     for split, name in (("train", "train"), ("dev", "val")):
         for side, language in (("src", "en"), ("tgt", "de")):
-            shutil.copy(os.path.join(corpus, f"{name}.{language}"), f"{tmp_dir}/{split}.{side}")
+            shutil.copy(corpus_path(name, language), f"{tmp_dir}/{split}.{side}")
+
+
+def prepare_data(work_dir: str) -> str:
+    """Generates the problem's data (8k BPE, TFRecords) once; returns data_dir.
+
+    Both benchmarks call it on the same work_dir, so they share one vocabulary.
+    """
+    tmp_dir, data_dir = os.path.join(work_dir, "tmp"), os.path.join(work_dir, "data")
+    if not os.path.exists(os.path.join(data_dir, f"vocab.{PROBLEM}.model")):
+        # TensorFlow only when the data is made: the PyTorch peer then runs without it.
+        from t2t_keras import registry
+
+        prepare_tmp_dir(tmp_dir)
+        registry.problem(PROBLEM).generate_data(data_dir, tmp_dir)
+    return data_dir
+
+
+def read_lines(path: str) -> list[str]:
+    with open(path, encoding="utf-8") as file:
+        return file.read().split("\n")[:-1]
+
+
+def score(sources: Sequence[str], hypotheses: Sequence[str], references: Sequence[str]) -> dict:
+    """sacreBLEU (cased, 13a) of raw outputs, with what users look at beside it.
+
+    Returns:
+      bleu, bp (brevity penalty), ratio (hypothesis / reference length),
+      empty_outputs (empty outputs for non-empty inputs), sentences, and
+      sacreBLEU's own line.
+    """
+    bleu = BLEU()
+    result = bleu.corpus_score(list(hypotheses), [list(references)])
+    empty = sum(
+        1 for source, output in zip(sources, hypotheses, strict=True) if source and not output
+    )
+    return {
+        "bleu": round(result.score, 2),
+        "bp": round(result.bp, 3),
+        "ratio": round(result.sys_len / result.ref_len, 3),
+        "empty_outputs": empty,
+        "sentences": len(hypotheses),
+        "sacrebleu": f"{result} {bleu.get_signature()}",
+    }

@@ -45,6 +45,12 @@ flags.DEFINE_integer(
 )
 flags.DEFINE_integer("keep_checkpoint_max", 20, "Checkpoints kept, the newest.")
 flags.DEFINE_integer(
+    "average_checkpoints",
+    0,
+    "At the end, average the weights of the newest N checkpoints into OUTPUT_DIR/averaged, "
+    "as the paper decoded (5 for base, 20 for big); 0 = don't.",
+)
+flags.DEFINE_integer(
     "log_step_count_steps", 100, "Print progress and write summaries every this many steps."
 )
 flags.DEFINE_integer("random_seed", None, "Seed of initialization, dropout and shuffling.")
@@ -120,6 +126,7 @@ def _config() -> TrainConfig:
         save_checkpoints_steps=FLAGS.save_checkpoints_steps,
         save_checkpoints_secs=FLAGS.save_checkpoints_secs,
         keep_checkpoint_max=FLAGS.keep_checkpoint_max,
+        average_checkpoints=FLAGS.average_checkpoints,
         log_every_steps=FLAGS.log_step_count_steps,
         random_seed=FLAGS.random_seed,
         deterministic=FLAGS.deterministic,

@@ -27,7 +27,7 @@ class Decoder(tf.Module):
       min_length: fewest tokens before EOS for a non-empty input (an input of
         EOS alone may still give EOS alone); 0 lets EOS come first.
       stopping: beam search's stopping rule, "first_k" or "best_possible"
-        (see `search`).
+        (see `search`); beam_size 1 with "first_k" is greedy search.
       jit_compile: XLA-compile the search.
     """
 
@@ -90,7 +90,7 @@ class Decoder(tf.Module):
         decode_length, max_lengths = decode_limits(inputs, self.extra_length, self.max_length)
         min_lengths = minimum_lengths(inputs, self.min_length, max_lengths)
         state, step = self.model.start_decoding(inputs, decode_length, self.beam_size)
-        if self.beam_size == 1:
+        if self.beam_size == 1 and self.stopping == "first_k":  # The same search, cheaper.
             return greedy_search(step, state, decode_length, max_lengths, self.alpha, min_lengths)
         return beam_search(
             step,

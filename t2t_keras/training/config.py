@@ -28,6 +28,9 @@ class TrainConfig:
     save_checkpoints_secs: int = 0
     # Checkpoints kept (the newest).
     keep_checkpoint_max: int = 20
+    # At the end, average the newest this many checkpoints' weights into
+    # output_dir/averaged, as the paper decoded (5 for base, 20 for big); 0 = don't.
+    average_checkpoints: int = 0
     # Print a progress line and write summaries every this many steps.
     log_every_steps: int = 100
     # Seed of weight initialization, dropout and shuffling; None = random.
@@ -53,8 +56,14 @@ class TrainConfig:
             "eval_bleu_examples",
             "save_checkpoints_steps",
             "save_checkpoints_secs",
+            "average_checkpoints",
         ):
             _require(getattr(self, name) >= 0, name, "0 or more")
+        _require(
+            self.average_checkpoints <= self.keep_checkpoint_max,
+            "average_checkpoints",
+            f"at most --keep_checkpoint_max={self.keep_checkpoint_max} (the checkpoints kept)",
+        )
         _require(self.xla in XLA_MODES, "xla", " or ".join(XLA_MODES))
         _require(self.mixed_precision in PRECISIONS, "mixed_precision", " or ".join(PRECISIONS))
         if self.profile_steps is not None:

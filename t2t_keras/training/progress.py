@@ -113,6 +113,7 @@ class Progress:
         seconds = max(time.monotonic() - self.started, 1e-9)
         tokens = self.totals["source_tokens"] + self.totals["target_tokens"]
         result.tokens_per_second = tokens / seconds
+        result.target_tokens_per_second = self.totals["target_tokens"] / seconds
         logging.info(
             "Trained %d steps (to step %d) in %s, %.0f tokens/s; dev %s; checkpoint %s.",
             result.step - self.first_step, result.step, _duration(seconds),

@@ -16,6 +16,7 @@ from t2t_keras.data.problem import Problem
 from t2t_keras.errors import UserError
 from t2t_keras.hparam import HParams
 from t2t_keras.training import run_dir
+from t2t_keras.training.averaging import average_checkpoints
 from t2t_keras.training.checkpoints import CheckpointSaver, build_model, make_checkpoint
 from t2t_keras.training.config import TrainConfig
 from t2t_keras.training.evaluation import Evaluator
@@ -36,11 +37,14 @@ class TrainResult:
     # The global step training started (or resumed) from, and ended at.
     first_step: int
     step: int
-    # Wall time of the loop, and source + target tokens per second over it.
+    # Wall time of the loop, source + target tokens and target tokens per second over it.
     seconds: float = 0.0
     tokens_per_second: float = 0.0
+    target_tokens_per_second: float = 0.0
     # The final checkpoint's path (None on workers other than the chief).
     checkpoint: str | None = None
+    # The average of the last config.average_checkpoints checkpoints, if asked (chief only).
+    averaged_checkpoint: str | None = None
     # The last dev metrics (chief only).
     eval: dict[str, float] = dataclasses.field(default_factory=dict)
 
@@ -105,7 +109,11 @@ def train(
             config.eval_bleu_examples,
             jit_compile=config.xla != "off" and strategy.num_replicas_in_sync == 1,
         )
-    return _loop(problem, hparams, data_dir, strategy, config, step, saver, evaluator, chief)
+    result = _loop(problem, hparams, data_dir, strategy, config, step, saver, evaluator, chief)
+    if chief and config.average_checkpoints:
+        averaged = average_checkpoints(output_dir, config.average_checkpoints)
+        result.averaged_checkpoint = averaged.checkpoint
+    return result
 
 
 def _train_step(

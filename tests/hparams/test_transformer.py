@@ -8,6 +8,7 @@ import pytest
 
 from t2t_keras import registry
 from t2t_keras.models import TransformerHParams
+from t2t_keras.training import schedule_from_hparams
 
 # (row, changed fields) of Table 3; every other field is base's.
 TABLE3 = {
@@ -97,3 +98,13 @@ def test_every_set_has_a_summary_line() -> None:
     for name in registry.list_hparams():
         line = next(line for line in text.splitlines() if line.split()[:1] == [name])
         assert len(line.split()) > 1, f"{name} has no docstring"
+
+
+def test_small_cpu_set_warms_up_within_a_short_run() -> None:
+    """transformer_small's shapes; the schedule peaks at step 400, not 1000, then decays."""
+    small, short = registry.hparams("transformer_small"), registry.hparams("transformer_small_cpu")
+    assert all(getattr(small, f) == getattr(short, f) for f in TransformerHParams.shape_fields)
+    schedule = schedule_from_hparams(short)
+    rates = {step: float(schedule.at_step(step)) for step in (200, 400, 1000, 3000)}
+    assert rates[400] == pytest.approx(0.5 * 256**-0.5 * 400**-0.5, rel=1e-6)
+    assert rates[200] < rates[400] and rates[400] > rates[1000] > rates[3000]

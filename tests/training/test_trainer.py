@@ -43,7 +43,14 @@ def _train(data: Path, output_dir: Path, strategy=None, hparams=None, **config):
 
 
 def test_transformer_tiny_learns_number_words(number_words_data: Path, tmp_path: Path) -> None:
-    result = _train(number_words_data, tmp_path, train_steps=STEPS, eval_bleu_examples=200)
+    result = _train(
+        number_words_data,
+        tmp_path,
+        train_steps=STEPS,
+        eval_bleu_examples=200,
+        save_checkpoints_steps=100,
+        average_checkpoints=2,
+    )
     assert result.step == STEPS
     assert result.eval["accuracy"] >= MIN_ACCURACY, result.eval
     assert result.eval["exact_match"] >= MIN_EXACT_MATCH, result.eval
@@ -60,6 +67,15 @@ def test_transformer_tiny_learns_number_words(number_words_data: Path, tmp_path:
         np.testing.assert_array_equal(ours, trained)
     evaluator = Evaluator(model, registry.problem(PROBLEM), hparams, str(number_words_data))
     assert evaluator.token_metrics()["accuracy"] == pytest.approx(result.eval["accuracy"])
+    # The last two checkpoints averaged beside them, as t2t-avg-checkpoints writes it.
+    assert result.averaged_checkpoint == str(tmp_path / "averaged" / f"ckpt-{STEPS}")
+    averaged = json.loads((tmp_path / "averaged" / "averaged.json").read_text())
+    assert averaged["checkpoints"] == [str(tmp_path / "ckpt-200"), str(tmp_path / "ckpt-300")]
+
+
+def test_averaging_more_checkpoints_than_kept_is_refused() -> None:
+    with pytest.raises(UserError, match="--average_checkpoints must be at most"):
+        TrainConfig(keep_checkpoint_max=4, average_checkpoints=5)
 
 
 def test_mirrored_training_resumes_and_refuses_other_shapes(

@@ -1,0 +1,260 @@
+"""PyTorch peer of the Multi30k benchmark: Hugging Face Marian trained from scratch.
+
+Trains transformers' MarianMTModel (PyTorch, fp32, CPU) with the architecture of
+our transformer_small (d_model 256, d_ff 1024, 4 heads, 3+3 post-norm layers,
+sinusoid positions, shared embeddings) on the same data and the same 8k
+SentencePiece vocabulary as `train_multi30k.py`, for a wall-clock budget, then
+decodes the raw test files with beam search and scores them with
+`multi30k.score`, so its JSON line compares with ours.
+
+Install the peers into the venv first: on a CPU-only machine like ours
+`pip install torch==2.13.0` (or any CPU build of torch), then
+`pip install -e '.[peers]'`. Run from the repository root:
+
+    .venv/bin/python benchmarks/peers_multi30k.py --minutes=30 --work_dir=/tmp/m30k
+
+A work_dir that already holds data/vocab.text2text_tmpdir.model from our
+benchmark is reused. The JSON line goes to stdout, logs to stderr, and the
+hypotheses to work_dir/peer/<test set>.decodes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+
+import sentencepiece as spm
+import torch
+import transformers
+from absl import app, flags, logging
+from multi30k import PROBLEM, corpus_path, prepare_data, read_lines, score
+from transformers import MarianConfig, MarianMTModel
+
+# The project's id convention (t2t_keras.data.ids), without importing TensorFlow.
+PAD_ID, EOS_ID = 0, 1
+
+flags.DEFINE_float("minutes", 30.0, "Training budget in minutes (data and decoding excluded).")
+flags.DEFINE_string("work_dir", None, "Where data and decodes go; a temporary folder if unset.")
+flags.DEFINE_integer("threads", 2, "torch intra-op and inter-op threads.")
+flags.DEFINE_integer("seed", 1, "Seed of the initialization, dropout and batch order.")
+flags.DEFINE_integer("batch_tokens", 4096, "Tokens per batch, padding counted.")
+flags.DEFINE_float("peak_learning_rate", 1e-3, "Learning rate at the end of warmup.")
+flags.DEFINE_integer("warmup_steps", 1000, "Linear warmup, then inverse square root decay.")
+flags.DEFINE_integer("beam_size", 4, "Beam width of decoding.")
+flags.DEFINE_integer("extra_length", 50, "Output tokens allowed beyond the longest input.")
+flags.DEFINE_integer("decode_batch", 32, "Sentences per decoding batch.")
+FLAGS = flags.FLAGS
+
+MAX_LENGTH = 256  # Longest sequence, EOS included: transformer_small's max_length.
+
+
+def build_model(vocab_size: int) -> MarianMTModel:
+    """transformer_small as a Marian model: same sizes, positions, norms and sharing."""
+    config = MarianConfig(
+        vocab_size=vocab_size,
+        d_model=256,
+        encoder_layers=3,
+        decoder_layers=3,
+        encoder_attention_heads=4,
+        decoder_attention_heads=4,
+        encoder_ffn_dim=1024,
+        decoder_ffn_dim=1024,
+        activation_function="relu",
+        dropout=0.1,
+        attention_dropout=0.0,
+        activation_dropout=0.0,
+        max_position_embeddings=MAX_LENGTH,
+        scale_embedding=True,
+        share_encoder_decoder_embeddings=True,
+        tie_word_embeddings=True,
+        pad_token_id=PAD_ID,
+        eos_token_id=EOS_ID,
+        forced_eos_token_id=EOS_ID,
+        decoder_start_token_id=PAD_ID,
+    )
+    return MarianMTModel(config)
+
+
+def encode(processor: spm.SentencePieceProcessor, text: str) -> list[int]:
+    return [*processor.encode(text), EOS_ID]
+
+
+def training_pairs(processor: spm.SentencePieceProcessor) -> list[tuple[list[int], list[int]]]:
+    """train.en/train.de as ids with EOS; blank sides and pairs over MAX_LENGTH dropped."""
+    pairs = []
+    sources, targets = (read_lines(corpus_path("train", side)) for side in ("en", "de"))
+    for source, target in zip(sources, targets, strict=True):
+        if source.strip() and target.strip():
+            pair = encode(processor, source), encode(processor, target)
+            if max(map(len, pair)) <= MAX_LENGTH:
+                pairs.append(pair)
+    logging.info("%d training pairs of %d.", len(pairs), len(sources))
+    return pairs
+
+
+def epoch_batches(
+    pairs: Sequence[tuple[list[int], list[int]]], batch_tokens: int, rng: random.Random
+) -> list[list[int]]:
+    """One epoch's batches of pair indices, by length, in a shuffled order.
+
+    A batch holds sentences of about one length, and its longest max(source,
+    target) times its sentences is at most batch_tokens (a longer pair alone).
+    """
+    lengths = [max(len(source), len(target)) for source, target in pairs]
+    order = sorted(range(len(pairs)), key=lambda index: (lengths[index], rng.random()))
+    batches: list[list[int]] = [[]]
+    for index in order:
+        if batches[-1] and lengths[index] * (len(batches[-1]) + 1) > batch_tokens:
+            batches.append([])
+        batches[-1].append(index)
+    rng.shuffle(batches)
+    return batches
+
+
+def padded(rows: Sequence[list[int]]) -> torch.Tensor:
+    width = max(map(len, rows))
+    return torch.tensor([row + [PAD_ID] * (width - len(row)) for row in rows])
+
+
+def batches_forever(
+    pairs: Sequence[tuple[list[int], list[int]]], rng: random.Random
+) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+    """(source ids, target ids) batches, epoch after epoch, padded with PAD."""
+    while True:
+        for batch in epoch_batches(pairs, FLAGS.batch_tokens, rng):
+            yield padded([pairs[i][0] for i in batch]), padded([pairs[i][1] for i in batch])
+
+
+def learning_rate(step: int) -> float:
+    """Inverse square root schedule after a linear warmup; step counts from 1."""
+    warmup = FLAGS.warmup_steps
+    return FLAGS.peak_learning_rate * min(step / warmup, (warmup / step) ** 0.5)
+
+
+def train(model: MarianMTModel, pairs: Sequence[tuple[list[int], list[int]]]) -> dict:
+    """Trains until --minutes of wall time are spent; returns steps, seconds, target tokens."""
+    optimizer = torch.optim.Adam(model.parameters(), betas=(0.9, 0.98), eps=1e-9)
+    loss_function = torch.nn.CrossEntropyLoss(
+        ignore_index=PAD_ID, label_smoothing=0.1, reduction="sum"
+    )
+    batches = batches_forever(pairs, random.Random(FLAGS.seed))
+    step, tokens, logged_loss, budget = 0, 0, 0.0, FLAGS.minutes * 60
+    model.train()
+    start = time.monotonic()
+    while time.monotonic() - start < budget:
+        step += 1
+        sources, labels = next(batches)
+        # Targets shifted right, PAD in front: the start symbol.
+        decoder_inputs = torch.nn.functional.pad(labels[:, :-1], (1, 0), value=PAD_ID)
+        for group in optimizer.param_groups:
+            group["lr"] = learning_rate(step)
+        logits = model(
+            input_ids=sources,
+            attention_mask=sources.ne(PAD_ID),
+            decoder_input_ids=decoder_inputs,
+        ).logits
+        count = int(labels.ne(PAD_ID).sum())
+        loss = loss_function(logits.flatten(0, 1), labels.flatten()) / count
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        tokens += count
+        logged_loss += loss.item()
+        if step % 100 == 0:
+            logging.info(
+                "step %d loss %.3f lr %.2e %.0f target tokens/s",
+                step,
+                logged_loss / 100,
+                learning_rate(step),
+                tokens / (time.monotonic() - start),
+            )
+            logged_loss = 0.0
+    return {"steps": step, "seconds": time.monotonic() - start, "tokens": tokens}
+
+
+def output_ids(row: Sequence[int]) -> list[int]:
+    """A generated row without its start symbol, cut at its first EOS."""
+    ids = list(row[1:])
+    return ids[: ids.index(EOS_ID)] if EOS_ID in ids else ids
+
+
+@torch.inference_mode()
+def translate(
+    model: MarianMTModel, processor: spm.SentencePieceProcessor, sources: Sequence[str]
+) -> list[str]:
+    """Beam search over sources in batches sorted by length; outputs in input order."""
+    model.eval()
+    encoded = {i: encode(processor, text) for i, text in enumerate(sources) if text.strip()}
+    order = sorted(encoded, key=lambda index: len(encoded[index]))
+    outputs = [""] * len(sources)
+    for start in range(0, len(order), FLAGS.decode_batch):
+        chunk = order[start : start + FLAGS.decode_batch]
+        inputs = padded([encoded[index] for index in chunk])
+        generated = model.generate(
+            input_ids=inputs,
+            attention_mask=inputs.ne(PAD_ID),
+            num_beams=FLAGS.beam_size,
+            early_stopping=True,
+            max_new_tokens=min(inputs.shape[1] + FLAGS.extra_length, MAX_LENGTH),
+            bad_words_ids=[[PAD_ID]],  # As in Marian's configs: PAD is never an output.
+        )
+        for index, row in zip(chunk, generated.tolist(), strict=True):
+            outputs[index] = processor.decode(output_ids(row))
+    return outputs
+
+
+def evaluate(
+    model: MarianMTModel, processor: spm.SentencePieceProcessor, name: str, out_dir: str
+) -> dict:
+    """Decodes the raw test set `name`, writes its decodes, and scores them."""
+    sources, references = (read_lines(corpus_path(name, side)) for side in ("en", "de"))
+    start = time.monotonic()
+    hypotheses = translate(model, processor, sources)
+    seconds = time.monotonic() - start
+    with open(os.path.join(out_dir, f"{name}.decodes"), "w", encoding="utf-8") as file:
+        file.writelines(f"{line}\n" for line in hypotheses)
+    result = score(sources, hypotheses, references)
+    result["decode_seconds"] = round(seconds, 1)
+    result["sentences_per_second"] = round(len(sources) / seconds, 2)
+    logging.info("%s: %s", name, result["sacrebleu"])
+    return result
+
+
+def main(argv: list[str]) -> None:
+    del argv
+    torch.set_num_threads(FLAGS.threads)
+    torch.set_num_interop_threads(FLAGS.threads)
+    work_dir = FLAGS.work_dir or tempfile.mkdtemp(prefix="multi30k_peer_")
+    out_dir = os.path.join(work_dir, "peer")
+    os.makedirs(out_dir, exist_ok=True)
+    with contextlib.redirect_stdout(sys.stderr):  # Data generation prints; stdout is the JSON.
+        data_dir = prepare_data(work_dir)
+    model_path = os.path.join(data_dir, f"vocab.{PROBLEM}.model")
+    processor = spm.SentencePieceProcessor(model_file=model_path)
+    if (processor.pad_id(), processor.eos_id()) != (PAD_ID, EOS_ID):
+        raise ValueError(f"{model_path} does not have PAD={PAD_ID} and EOS={EOS_ID}.")
+    pairs = training_pairs(processor)
+    torch.manual_seed(FLAGS.seed)
+    model = build_model(processor.get_piece_size())
+    trained = train(model, pairs)
+    summary = {
+        "system": f"marian (transformers {transformers.__version__}, torch {torch.__version__})",
+        "minutes": FLAGS.minutes,
+        "steps": trained["steps"],
+        "train_seconds": round(trained["seconds"], 1),
+        "target_tokens_per_second": round(trained["tokens"] / trained["seconds"], 1),
+        "checkpoints": {
+            "last": {name: evaluate(model, processor, name, out_dir) for name in FLAGS.test_sets}
+        },
+    }
+    print(json.dumps(summary), flush=True)
+
+
+if __name__ == "__main__":
+    app.run(main)
