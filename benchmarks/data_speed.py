@@ -20,7 +20,7 @@ import tensorflow as tf
 from absl import app, flags
 from multi30k import prepare_tmp_dir
 
-from t2t_keras import registry
+from t2t_keras import catalog, registry
 
 flags.DEFINE_integer("batches", 500, "Batches read per timed pass.")
 flags.DEFINE_integer("runs", 3, "Timed passes of the input pipeline.")
@@ -43,6 +43,7 @@ def pipeline_tokens_per_second(problem, data_dir: str) -> float:
 
 
 def main(argv: list[str]) -> None:
+    catalog.load()
     del argv
     with tempfile.TemporaryDirectory() as work:
         tmp_dir, data_dir = os.path.join(work, "tmp"), os.path.join(work, "data")

@@ -41,7 +41,7 @@ import numpy as np
 import tensorflow as tf
 from absl import app, flags
 
-from t2t_keras import registry
+from t2t_keras import catalog, registry
 from t2t_keras.data.ids import EOS_ID, PAD_ID
 from t2t_keras.decoding import Decoder, beam_search, decode_limits, greedy_search
 
@@ -200,6 +200,7 @@ def print_ratios(seconds: dict[str, float]) -> None:
 
 
 def main(argv: list[str]) -> None:
+    catalog.load()
     del argv
     batch_size, beam_size = FLAGS.batch_size, FLAGS.beam_size
     output_tokens = FLAGS.output_tokens or FLAGS.input_tokens

@@ -49,8 +49,9 @@ def prepare_data(work_dir: str) -> str:
     tmp_dir, data_dir = os.path.join(work_dir, "tmp"), os.path.join(work_dir, "data")
     if not os.path.exists(os.path.join(data_dir, f"vocab.{PROBLEM}.model")):
         # TensorFlow only when the data is made: the PyTorch peer then runs without it.
-        from t2t_keras import registry
+        from t2t_keras import catalog, registry
 
+        catalog.load()
         prepare_tmp_dir(tmp_dir)
         registry.problem(PROBLEM).generate_data(data_dir, tmp_dir)
     return data_dir

@@ -28,11 +28,11 @@ import time
 from absl import app, flags
 from multi30k import PROBLEM, corpus_path, prepare_data, read_lines, score
 
-from t2t_keras import registry
+from t2t_keras import catalog, registry
 from t2t_keras.decoding.decode import decode_file
 from t2t_keras.decoding.decode_hparams import DecodeHParams
-from t2t_keras.decoding.loading import load_trained
 from t2t_keras.decoding.translate import Translator
+from t2t_keras.run.loading import load_trained
 from t2t_keras.training import make_strategy
 from t2t_keras.training.config import TrainConfig
 from t2t_keras.training.trainer import train
@@ -109,6 +109,7 @@ def decode_test_sets(run_dir: str, name: str, decode_hparams: str, test_sets: li
 
 
 def main(argv: list[str]) -> None:
+    catalog.load()
     del argv
     FLAGS.work_dir = FLAGS.work_dir or tempfile.mkdtemp(prefix="multi30k_")
     data_dir = prepare_data(FLAGS.work_dir)

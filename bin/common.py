@@ -10,7 +10,7 @@ from typing import NoReturn
 
 from absl import app, flags
 
-from t2t_keras import registry
+from t2t_keras import catalog, registry
 from t2t_keras.data import Problem
 from t2t_keras.errors import UserError
 from t2t_keras.hparam import HParams
@@ -141,13 +141,12 @@ def _program() -> str:
 
 
 def start() -> bool:
-    """Imports --t2t_usr_dir; answers --registry_help or --hparams_help if asked.
+    """Loads the catalog and --t2t_usr_dir; answers --registry_help or --hparams_help if asked.
 
     Returns:
       True when a help flag was answered and the program should exit.
     """
-    if FLAGS.t2t_usr_dir:
-        registry.import_usr_dir(FLAGS.t2t_usr_dir)
+    catalog.load(usr_dir=FLAGS.t2t_usr_dir or None)
     if FLAGS.registry_help:
         print(registry.help_string(), end="")
         return True

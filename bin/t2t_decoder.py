@@ -24,10 +24,10 @@ from t2t_keras.bin import common
 from t2t_keras.data import Problem
 from t2t_keras.decoding import decode
 from t2t_keras.decoding.decode_hparams import DecodeHParams
-from t2t_keras.decoding.loading import load_trained
 from t2t_keras.decoding.translate import Translator
 from t2t_keras.errors import UserError
 from t2t_keras.files import make_writable_dir
+from t2t_keras.run.loading import load_trained
 
 common.define_flags(with_model=False)
 common.define_checkpoint_flags()

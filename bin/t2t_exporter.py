@@ -20,8 +20,8 @@ from absl import flags
 from t2t_keras.bin import common
 from t2t_keras.decoding.decode_hparams import SEARCH_SETTINGS, DecodeHParams
 from t2t_keras.decoding.export import export_translator
-from t2t_keras.decoding.loading import load_trained
 from t2t_keras.errors import UserError
+from t2t_keras.run.loading import load_trained
 
 common.define_flags(with_model=False)
 common.define_checkpoint_flags()

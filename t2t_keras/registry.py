@@ -10,8 +10,10 @@
     registry.hparams("transformer_base")   # an HParams
     registry.model("transformer")          # the class
 
-Importing this module registers the built-in catalog (`t2t_keras.problems`,
-`t2t_keras.hparams`); `import_usr_dir` adds a user's registrations.
+The registry is machinery only and registers nothing itself: the built-in
+catalog (`t2t_keras.problems`, `t2t_keras.hparams`, `t2t_keras.models`) is
+loaded by `t2t_keras.catalog.load()`, which the t2t-* commands call first;
+`import_usr_dir` adds a user's registrations.
 """
 
 from __future__ import annotations
@@ -24,7 +26,6 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from t2t_keras import usr_dir as usr_dir_loader
-from t2t_keras.data.problem import Problem
 from t2t_keras.errors import UserError
 from t2t_keras.hparam import HParams
 from t2t_keras.usr_dir import UsrDirError, error_location
@@ -58,10 +59,17 @@ def default_name(obj: Any) -> str:
 class _Registry:
     """One kind of entry: a name -> object map that refuses mistakes."""
 
-    def __init__(self, kind: str, plural: str, check: Callable[[Any], str]) -> None:
+    def __init__(
+        self,
+        kind: str,
+        plural: str,
+        check: Callable[[Any], str],
+        name_attribute: str | None = None,
+    ) -> None:
         self.kind = kind
         self.plural = plural
         self._check = check  # Returns "" for an acceptable object, else why not.
+        self._name_attribute = name_attribute  # Set on the object to its registered name.
         self.entries: dict[str, Any] = {}
 
     def register(self, obj: T, name: str | None = None) -> T:
@@ -82,7 +90,15 @@ class _Registry:
                 f"(by {_origin(self.entries[name])}); pick another name, e.g. with "
                 f'@register_{self.kind.split()[0]}("my_name").'
             )
+        other = next((known for known, entry in self.entries.items() if entry is obj), None)
+        if other is not None:
+            raise DuplicateNameError(
+                f"{_origin(obj)} is already registered as {self.kind} {other!r}; one object "
+                "has one name: register a subclass under the other name."
+            )
         self.entries[name] = obj
+        if self._name_attribute:
+            setattr(obj, self._name_attribute, name)
         return obj
 
     def get(self, name: str) -> Any:
@@ -90,10 +106,15 @@ class _Registry:
             return self.entries[name]
         close = difflib.get_close_matches(name, self.entries, n=5, cutoff=0.6)
         hint = f" Did you mean: {', '.join(close)}?" if close else ""
-        count = f"{len(self.entries)}" if self.entries else "No"
+        if not self.entries:
+            raise UnknownNameError(
+                f"Unknown {self.kind} {name!r}: no {self.plural} are registered yet. Call "
+                "t2t_keras.catalog.load() first (the t2t-* commands do), which registers "
+                "the built-in catalog and, with usr_dir=DIR, your own."
+            )
         raise UnknownNameError(
-            f"Unknown {self.kind} {name!r}.{hint} {count} {self.plural} are registered "
-            "(--registry_help lists them); --t2t_usr_dir=DIR adds your own."
+            f"Unknown {self.kind} {name!r}.{hint} {len(self.entries)} {self.plural} are "
+            "registered (--registry_help lists them); --t2t_usr_dir=DIR adds your own."
         )
 
     def names(self) -> list[str]:
@@ -104,8 +125,13 @@ def _origin(obj: Any) -> str:
     return f"{getattr(obj, '__module__', '?')}.{getattr(obj, '__qualname__', obj)}"
 
 
+# Checked by name: the registry sits below the data package that defines it.
+_PROBLEM_BASE = "t2t_keras.data.problem.Problem"
+
+
 def _check_problem(obj: Any) -> str:
-    if not (inspect.isclass(obj) and issubclass(obj, Problem)):
+    bases = getattr(obj, "__mro__", ()) if inspect.isclass(obj) else ()
+    if not any(f"{base.__module__}.{base.__qualname__}" == _PROBLEM_BASE for base in bases):
         return "a problem must be a subclass of t2t_keras.data.Problem"
     return ""
 
@@ -128,7 +154,7 @@ def _check_model(obj: Any) -> str:
     return ""
 
 
-_PROBLEMS = _Registry("problem", "problems", _check_problem)
+_PROBLEMS = _Registry("problem", "problems", _check_problem, name_attribute="data_name")
 _HPARAMS = _Registry("hparams set", "hparams sets", _check_hparams_function)
 _MODELS = _Registry("model", "models", _check_model)
 _ALL = (_PROBLEMS, _HPARAMS, _MODELS)
@@ -157,20 +183,12 @@ def register_model(obj: Any = None, *, name: str | None = None) -> Any:
     return _decorator(_MODELS, obj, name)
 
 
-def problem(name: str) -> Problem:
+def problem(name: str) -> Any:
     """A new instance of the named problem; `<name>_rev` swaps inputs and targets."""
     forward = name.removesuffix("_rev")
     if name not in _PROBLEMS.entries and forward != name and forward in _PROBLEMS.entries:
         return _build("problem", name, _PROBLEMS.get(forward), was_reversed=True)
     return _build("problem", name, _PROBLEMS.get(name))
-
-
-def problem_name(cls: type) -> str:
-    """The name under which `cls` is registered, else its default name."""
-    for name, entry in _PROBLEMS.entries.items():
-        if entry is cls:
-            return name
-    return default_name(cls)
 
 
 def hparams(name: str) -> HParams:
@@ -261,10 +279,3 @@ def import_usr_dir(usr_dir: str) -> types.ModuleType:
     except UsrDirError:
         _restore(snapshot)
         raise
-
-
-# The built-in catalog registers itself when imported; importing it here makes
-# `import t2t_keras.registry` enough to see it. Import errors are not caught.
-from t2t_keras import hparams as _hparams_catalog  # noqa: E402, F401
-from t2t_keras import problems as _problems_catalog  # noqa: E402, F401
-from t2t_keras.models import transformer as _models_catalog  # noqa: E402, F401

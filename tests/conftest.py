@@ -14,8 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from t2t_keras import registry
+from t2t_keras import catalog, registry
 from t2t_keras.training import split_cpu
+
+catalog.load()
 
 # Two logical CPU devices, so MirroredStrategy is tested for real; this must
 # happen before TensorFlow initializes its devices.

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 
 import pytest
 
 from t2t_keras import registry
-from t2t_keras.data import Problem
+from t2t_keras.data import Problem, Text2TextProblem
 from t2t_keras.hparam import HParams
 from t2t_keras.models import TransformerHParams
 
@@ -341,3 +342,43 @@ def test_usr_dir_registering_a_taken_name(make_package) -> None:
     )
     with pytest.raises(registry.UsrDirError, match="DuplicateNameError.*'transformer_big'"):
         registry.import_usr_dir(str(package))
+
+
+def test_the_registry_registers_nothing_until_the_catalog_is_loaded() -> None:
+    code = (
+        "import sys\n"
+        "from t2t_keras import registry\n"
+        "assert registry.list_problems() == [] and registry.list_hparams() == []\n"
+        "assert 'tensorflow' not in sys.modules\n"
+        "try:\n"
+        "    registry.problem('translate_number_words_en_de')\n"
+        "except registry.UnknownNameError as error:\n"
+        "    print(error)\n"
+        "from t2t_keras import catalog\n"
+        "catalog.load()\n"
+        "catalog.load()\n"
+        "print(registry.problem('translate_number_words_en_de').data_name)\n"
+        "print(len(registry.list_models()))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    error, name, models = result.stdout.strip().splitlines()
+    assert "no problems are registered yet" in error
+    assert "t2t_keras.catalog.load()" in error
+    assert name == "translate_number_words_en_de"
+    assert models == "1"
+
+
+def test_registration_sets_the_problems_name(clean_registry: None) -> None:
+    class MyOwnCorpus(Text2TextProblem):
+        pass
+
+    assert MyOwnCorpus.data_name == "my_own_corpus"  # Unregistered: the class name.
+    registry.register_problem("corpus_of_mine")(MyOwnCorpus)
+    assert MyOwnCorpus.data_name == "corpus_of_mine"
+    assert registry.problem("corpus_of_mine_rev").name == "corpus_of_mine_rev"
+    assert registry.problem("corpus_of_mine_rev").data_name == "corpus_of_mine"
+    with pytest.raises(registry.DuplicateNameError, match="already registered as problem"):
+        registry.register_problem("another_name")(MyOwnCorpus)

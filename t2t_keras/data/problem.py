@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, ClassVar
 
 import tensorflow as tf
 from absl import logging
 
+from t2t_keras import registry
 from t2t_keras.data import batching, records
 from t2t_keras.data.vocab import Vocabulary
 from t2t_keras.errors import UserError
@@ -28,6 +29,16 @@ class Problem:
     # "test" for problems that have a test set.
     dataset_splits: dict[str, int] = {"train": 10, "dev": 1}  # noqa: RUF012
 
+    # The name the files carry: the forward problem's, also when reversed. The
+    # registry sets it on registration; an unregistered subclass has its
+    # snake-case class name unless its body sets one.
+    data_name: ClassVar[str] = "problem"
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "data_name" not in cls.__dict__:
+            cls.data_name = registry.default_name(cls)
+
     def __init__(self, was_reversed: bool = False) -> None:
         self.was_reversed = was_reversed
 
@@ -35,13 +46,6 @@ class Problem:
     def name(self) -> str:
         """The registered name, with `_rev` when reversed."""
         return f"{self.data_name}_rev" if self.was_reversed else self.data_name
-
-    @property
-    def data_name(self) -> str:
-        """The name the files carry: the forward problem's, also when reversed."""
-        from t2t_keras import registry  # The registry imports this module.
-
-        return registry.problem_name(type(self))
 
     def __repr__(self) -> str:
         return f"<problem {self.name}>"

@@ -16,11 +16,11 @@ from typing import BinaryIO, TextIO
 from absl import logging
 
 from t2t_keras.data.problem import Problem
-from t2t_keras.decoding.loading import TrainedModel
 from t2t_keras.decoding.translate import Translation, Translator
 from t2t_keras.errors import UserError
 from t2t_keras.files import check_writable, read_text_lines, write_atomically
 from t2t_keras.metrics.output_metrics import score
+from t2t_keras.run.loading import TrainedModel
 
 
 @dataclasses.dataclass

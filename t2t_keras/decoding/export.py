@@ -28,8 +28,8 @@ from t2t_keras.data.ids import EOS_ID, PAD_ID
 from t2t_keras.data.vocab import Vocabulary
 from t2t_keras.decoding.decode_hparams import DecodeHParams
 from t2t_keras.decoding.decoder import Decoder
-from t2t_keras.decoding.loading import TrainedModel
 from t2t_keras.errors import UserError
+from t2t_keras.run.loading import TrainedModel
 
 SIGNATURE = "serving_default"
 _TEMPORARY_PREFIX = ".export-"

@@ -31,10 +31,10 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from t2t_keras.decoding.loading import find_checkpoint, read_run_files
 from t2t_keras.errors import UserError
-from t2t_keras.training import run_dir
-from t2t_keras.training.checkpoints import (
+from t2t_keras.run import run_files
+from t2t_keras.run.loading import find_checkpoint, read_run_files
+from t2t_keras.run.weights import (
     build_model,
     checkpoint_key,
     checkpoint_model_shapes,
@@ -204,7 +204,7 @@ def average_checkpoints(
         shapes,
         sources[-1],
         expected,
-        f"the model {os.path.join(output_dir, run_dir.RUN_FILE)} describes",
+        f"the model {os.path.join(output_dir, run_files.RUN_FILE)} describes",
     )
     logging.info(
         "Averaging the model weights of %s; the optimizer state is dropped.", ", ".join(sources)
@@ -290,13 +290,13 @@ def _staging_dir(averaged_dir: str) -> str:
 
 def _copy_run_files(output_dir: str, run: dict[str, Any], target: str) -> None:
     """Copies run.json, hparams.json and the vocabulary files run.json names."""
-    names = {run_dir.RUN_FILE, run_dir.HPARAMS_FILE}
+    names = {run_files.RUN_FILE, run_files.HPARAMS_FILE}
     names |= {name for name in run.get("vocab", {}).values() if name != "bytes"}
     for name in sorted(names):
         source = os.path.join(output_dir, name)
         if not os.path.isfile(source):
             raise UserError(
-                f"{source}, which {run_dir.RUN_FILE} names, is missing; the averaged model "
+                f"{source}, which {run_files.RUN_FILE} names, is missing; the averaged model "
                 "could not be decoded without it. Copy it back into the training directory."
             )
         shutil.copy2(source, os.path.join(target, name))

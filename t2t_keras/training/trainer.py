@@ -15,9 +15,10 @@ from absl import logging
 from t2t_keras.data.problem import Problem
 from t2t_keras.errors import UserError
 from t2t_keras.hparam import HParams
-from t2t_keras.training import run_dir
+from t2t_keras.run import run_files
+from t2t_keras.run.weights import build_model, make_checkpoint
 from t2t_keras.training.averaging import average_checkpoints
-from t2t_keras.training.checkpoints import CheckpointSaver, build_model, make_checkpoint
+from t2t_keras.training.checkpoints import CheckpointSaver
 from t2t_keras.training.config import TrainConfig
 from t2t_keras.training.evaluation import Evaluator
 from t2t_keras.training.optimizers import optimizer_from_hparams
@@ -77,7 +78,7 @@ def train(
     if config.random_seed is not None:
         keras.utils.set_random_seed(config.random_seed)
     run = {"problem": problem.name, "model": model_name, "data_dir": os.path.abspath(data_dir)}
-    run_dir.check_resumable(output_dir, run, hparams)
+    run_files.check_resumable(output_dir, run, hparams)
     if hparams_set:
         run["hparams_set"] = hparams_set
     encoders = _check_data(problem, data_dir)
@@ -85,7 +86,7 @@ def train(
     chief = is_chief(strategy)
     if chief:
         vocab_paths = {side: getattr(v, "model_path", "bytes") for side, v in encoders.items()}
-        run_dir.write_run(output_dir, run, hparams, vocab_paths)
+        run_files.write_run(output_dir, run, hparams, vocab_paths)
     step = _train_step(model_name, hparams, strategy, config)
     model, optimizer = step.model, step.optimizer
     saver = CheckpointSaver(

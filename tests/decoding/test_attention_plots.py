@@ -16,10 +16,10 @@ from t2t_keras.data.ids import EOS_ID, PAD_ID
 from t2t_keras.data.vocab import ByteVocabulary
 from t2t_keras.decoding import Decoder
 from t2t_keras.decoding.attention_plots import write_attention_plots
-from t2t_keras.decoding.loading import load_trained
 from t2t_keras.errors import UserError
 from t2t_keras.hparams.transformer import transformer_tiny
-from t2t_keras.training.checkpoints import build_model
+from t2t_keras.run.loading import load_trained
+from t2t_keras.run.weights import build_model
 
 INPUTS = np.array([[5, 6, 7, 8, 1, 0], [9, 4, 1, 0, 0, 0]], np.int32)
 TARGETS = np.array([[3, 4, 5, 1], [6, 1, 0, 0]], np.int32)

@@ -16,7 +16,7 @@ from eos_first import make_eos_first
 from t2t_keras.data.ids import EOS_ID, PAD_ID
 from t2t_keras.decoding import Decoder
 from t2t_keras.decoding.export import export_translator
-from t2t_keras.decoding.loading import TrainedModel, load_trained
+from t2t_keras.run.loading import TrainedModel, load_trained
 
 LOADER = Path(__file__).with_name("load_exported.py")
 LONG_LINE = "seven " * 300

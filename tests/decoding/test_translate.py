@@ -10,10 +10,10 @@ import pytest
 from t2t_keras.data.ids import EOS_ID
 from t2t_keras.decoding import Decoder
 from t2t_keras.decoding.decode_hparams import DecodeHParams
-from t2t_keras.decoding.loading import TrainedModel, load_trained
 from t2t_keras.decoding.translate import Translation, Translator, bucket_width
 from t2t_keras.errors import UserError
 from t2t_keras.problems.number_words import english, german
+from t2t_keras.run.loading import TrainedModel, load_trained
 
 NUMBERS = [42, 7, 312_005, 999, 18, 61_000, 5, 230]
 

@@ -9,13 +9,14 @@ import sys
 
 import numpy as np
 
-from t2t_keras import registry
+from t2t_keras import catalog, registry
 from t2t_keras.training import make_strategy
 from t2t_keras.training.config import TrainConfig
 from t2t_keras.training.trainer import train
 
 
 def main(data_dir: str, output_dir: str, weights_path: str, steps: str) -> None:
+    catalog.load()
     strategy = make_strategy("multi_worker_mirrored")
     result = train(
         registry.problem("translate_number_words_en_de"),

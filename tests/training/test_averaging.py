@@ -14,18 +14,13 @@ import pytest
 import tensorflow as tf
 from binaries import assert_user_error
 
-from t2t_keras.decoding.loading import load_trained, read_run_files
 from t2t_keras.errors import UserError
+from t2t_keras.run.loading import load_trained, read_run_files
+from t2t_keras.run.weights import build_model, make_checkpoint, model_variables, restore_model
 from t2t_keras.training.averaging import (
     AveragedCheckpoint,
     average_checkpoints,
     select_checkpoints,
-)
-from t2t_keras.training.checkpoints import (
-    build_model,
-    make_checkpoint,
-    model_variables,
-    restore_model,
 )
 
 AVERAGED_STEPS = (100, 150, 200)

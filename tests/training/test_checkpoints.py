@@ -12,14 +12,9 @@ import tensorflow as tf
 
 from t2t_keras.errors import UserError
 from t2t_keras.hparams.transformer import transformer_tiny
+from t2t_keras.run.weights import build_model, make_checkpoint, model_variables, restore_model
 from t2t_keras.training import optimizer_from_hparams
-from t2t_keras.training.checkpoints import (
-    CheckpointSaver,
-    build_model,
-    make_checkpoint,
-    model_variables,
-    restore_model,
-)
+from t2t_keras.training.checkpoints import CheckpointSaver
 
 HPARAMS = dataclasses.replace(
     transformer_tiny(), vocab_size=30, num_encoder_layers=1, num_decoder_layers=1

@@ -13,7 +13,7 @@ import numpy as np
 import tensorflow as tf
 
 from t2t_keras.models import TransformerHParams
-from t2t_keras.training.checkpoints import build_model, restore_model
+from t2t_keras.run.weights import build_model, restore_model
 
 WORKER = Path(__file__).with_name("multi_worker_main.py")
 STEPS = 4

@@ -14,8 +14,8 @@ from t2t_keras import registry
 from t2t_keras.errors import UserError
 from t2t_keras.hparams.transformer import transformer_tiny
 from t2t_keras.models import TransformerHParams
+from t2t_keras.run.weights import build_model, restore_model
 from t2t_keras.training import make_strategy
-from t2t_keras.training.checkpoints import build_model, restore_model
 from t2t_keras.training.config import TrainConfig
 from t2t_keras.training.evaluation import Evaluator
 from t2t_keras.training.trainer import train

@@ -19,8 +19,8 @@ from t2t_keras import registry
 from t2t_keras.data.vocab import ByteVocabulary, SentencePieceVocabulary, Vocabulary
 from t2t_keras.errors import UserError
 from t2t_keras.hparam import HParams
-from t2t_keras.training import run_dir
-from t2t_keras.training.checkpoints import build_model, restore_model
+from t2t_keras.run import run_files
+from t2t_keras.run.weights import build_model, restore_model
 
 
 @dataclasses.dataclass
@@ -76,11 +76,11 @@ def find_checkpoint(path: str) -> str:
 
 def read_run_files(directory: str) -> tuple[dict[str, Any], HParams]:
     """run.json and hparams.json of a training directory, the hparams in their class."""
-    run = run_dir.read_run(directory)
-    hparams_path = os.path.join(directory, run_dir.HPARAMS_FILE)
+    run = run_files.read_run(directory)
+    hparams_path = os.path.join(directory, run_files.HPARAMS_FILE)
     if run is None or not tf.io.gfile.exists(hparams_path):
         raise UserError(
-            f"{directory} holds no {run_dir.RUN_FILE} and {run_dir.HPARAMS_FILE}, which "
+            f"{directory} holds no {run_files.RUN_FILE} and {run_files.HPARAMS_FILE}, which "
             "t2t-trainer writes into its --output_dir; point --output_dir at a training "
             "directory (--checkpoint_path alone works when the checkpoint lies in one)."
         )
@@ -89,7 +89,7 @@ def read_run_files(directory: str) -> tuple[dict[str, Any], HParams]:
     if hparams_class is None:
         raise UserError(
             f"model {run['model']!r} has no hparams_class attribute, so its "
-            f"{run_dir.HPARAMS_FILE} cannot be read; give the model class one."
+            f"{run_files.HPARAMS_FILE} cannot be read; give the model class one."
         )
     with tf.io.gfile.GFile(hparams_path) as file:
         hparams = hparams_class.from_json(file.read())
@@ -106,14 +106,14 @@ def load_vocabs(directory: str, run: dict[str, Any]) -> dict[str, Vocabulary]:
         path = os.path.join(directory, name)
         if not os.path.isfile(path):
             raise UserError(
-                f"the vocabulary file {path} named in {run_dir.RUN_FILE} is missing; copy it "
+                f"the vocabulary file {path} named in {run_files.RUN_FILE} is missing; copy it "
                 "back from the problem's data_dir."
             )
         vocabs[side] = SentencePieceVocabulary.load(path)
     missing = {"inputs", "targets"} - set(vocabs)
     if missing:
         raise UserError(
-            f"{os.path.join(directory, run_dir.RUN_FILE)} names no vocabulary for "
+            f"{os.path.join(directory, run_files.RUN_FILE)} names no vocabulary for "
             f"{', '.join(sorted(missing))}; it was not written by this version of t2t-trainer."
         )
     return vocabs
@@ -148,10 +148,10 @@ def load_trained(
     checkpoint = find_checkpoint(checkpoint_path or output_dir)
     directory = os.path.expanduser(output_dir) if output_dir else os.path.dirname(checkpoint)
     run, hparams = read_run_files(directory)
-    _check_hparams_set(run, hparams_set, f"{directory}/{run_dir.RUN_FILE}")
+    _check_hparams_set(run, hparams_set, f"{directory}/{run_files.RUN_FILE}")
     checkpoint_dir = os.path.dirname(checkpoint)
     if output_dir and os.path.abspath(checkpoint_dir) != os.path.abspath(directory):
-        other = run_dir.read_run(checkpoint_dir)
+        other = run_files.read_run(checkpoint_dir)
         if other is not None:
             _check_hparams_set(other, run.get("hparams_set"), f"{checkpoint_dir}/run.json", run)
     model = build_model(run["model"], hparams, use_xla=use_xla)
@@ -159,7 +159,7 @@ def load_trained(
         restore_model(model, checkpoint)
     except UserError as error:
         raise UserError(
-            f"{error} The model was built from {directory}/{run_dir.HPARAMS_FILE} "
+            f"{error} The model was built from {directory}/{run_files.HPARAMS_FILE} "
             f"(hparams set {run.get('hparams_set', 'unrecorded')}); decode a checkpoint "
             "with the run files of the training that wrote it."
         ) from None

@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from t2t_keras.decoding.loading import find_checkpoint, load_trained
 from t2t_keras.errors import UserError
-from t2t_keras.training.checkpoints import model_variables
+from t2t_keras.run.loading import find_checkpoint, load_trained
+from t2t_keras.run.weights import model_variables
 
 
 def test_loads_newest_checkpoint_with_vocabularies(trained_dir: Path) -> None:
