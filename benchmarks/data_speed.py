@@ -33,7 +33,7 @@ def count_tokens(batch: dict[str, tf.Tensor]) -> tf.Tensor:
 
 def pipeline_tokens_per_second(problem, data_dir: str) -> float:
     hparams = registry.hparams("transformer_base")
-    dataset = problem.dataset("train", hparams, data_dir).map(count_tokens)
+    dataset = problem.dataset("train", hparams.batching(), data_dir).map(count_tokens)
     iterator = iter(dataset)
     next(iterator)  # Fill buffers.
     start, tokens = time.perf_counter(), 0

@@ -19,7 +19,6 @@ from __future__ import annotations
 import ast
 import dataclasses
 import difflib
-import functools
 import inspect
 import io
 import json
@@ -58,6 +57,14 @@ class HParams:
     def validate(self) -> None:
         """Checks ranges and relations between fields; subclasses extend it."""
 
+    def ignored_fields(self) -> dict[str, str]:
+        """Fields these values make meaningless, each with why; subclasses say which.
+
+        `override` refuses to change one of them: a setting that would be
+        silently ignored is a mistake the user should hear about.
+        """
+        return {}
+
     def require(self, condition: bool, name: str, expected: str) -> None:
         """Raises HParamsError about field `name` unless `condition` holds."""
         if not condition:
@@ -86,7 +93,15 @@ class HParams:
             if name in changes:
                 raise HParamsError(f"hparam {name!r} is set twice in {spec!r}.")
             changes[name] = _parse_text(text.strip(), types_by_name[name], name)
-        return dataclasses.replace(self, **changes)
+        result = dataclasses.replace(self, **changes)
+        ignored = result.ignored_fields()
+        for name in changes:
+            if name in ignored and getattr(result, name) != getattr(self, name):
+                raise HParamsError(
+                    f"hparam {name} is set in {spec!r} but would be ignored: {ignored[name]}. "
+                    f"Drop {name}, or change the setting that makes it unused."
+                )
+        return result
 
     def values(self) -> dict[str, Any]:
         """The fields as a plain dict, tuples as lists (JSON-ready)."""
@@ -134,11 +149,20 @@ class HParams:
         return "\n".join(lines)
 
 
-# Field types and comments.
+# Field types and comments, read once per class.
+
+_FIELD_TYPES: dict[type, dict[str, Any]] = {}
+_FIELD_COMMENTS: dict[type, dict[str, str]] = {}
 
 
-@functools.cache
 def _field_types(cls: type) -> dict[str, Any]:
+    """Field name -> resolved annotation (computed once per class)."""
+    if cls not in _FIELD_TYPES:
+        _FIELD_TYPES[cls] = _read_field_types(cls)
+    return _FIELD_TYPES[cls]
+
+
+def _read_field_types(cls: type) -> dict[str, Any]:
     """Field name -> resolved annotation; checks the class is well formed."""
     params = getattr(cls, "__dataclass_params__", None)
     if params is None or not params.frozen or "__dataclass_fields__" not in vars(cls):
@@ -155,8 +179,14 @@ def _field_types(cls: type) -> dict[str, Any]:
     return result
 
 
-@functools.cache
 def _field_comments(cls: type) -> dict[str, str]:
+    """Field name -> its comment (computed once per class)."""
+    if cls not in _FIELD_COMMENTS:
+        _FIELD_COMMENTS[cls] = _read_field_comments(cls)
+    return _FIELD_COMMENTS[cls]
+
+
+def _read_field_comments(cls: type) -> dict[str, str]:
     """Field name -> its comment, trailing or on the lines just above it."""
     comments: dict[str, str] = {}
     for klass in reversed(cls.__mro__):
@@ -185,7 +215,8 @@ def _comments_in_class_source(source: str) -> dict[str, str]:
         if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
             text = trailing.get(node.end_lineno or node.lineno, "")
             if not text:  # A comment block right above the field.
-                above, line = [], node.lineno - 1
+                above: list[str] = []
+                line = node.lineno - 1
                 while line in standalone:
                     above.insert(0, standalone[line])
                     line -= 1

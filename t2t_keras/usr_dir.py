@@ -48,6 +48,8 @@ def load_package(usr_dir: str) -> types.ModuleType:
     spec = importlib.util.spec_from_file_location(
         name, init_file, submodule_search_locations=[path]
     )
+    if spec is None or spec.loader is None:  # Not expected for a directory with __init__.py.
+        raise _error(usr_dir, f"Python cannot import {init_file}")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     try:
@@ -84,7 +86,7 @@ def _error(usr_dir: str, reason: str) -> UsrDirError:
 
 
 def _same_file(first: str | None, second: str) -> bool:
-    return bool(first) and os.path.exists(first) and os.path.samefile(first, second)
+    return first is not None and os.path.exists(first) and os.path.samefile(first, second)
 
 
 def _describe(module: types.ModuleType) -> str:

@@ -281,3 +281,31 @@ def test_paper_values_are_the_defaults() -> None:
     assert hparams.dropout == 0.1 and hparams.label_smoothing == 0.1
     assert (hparams.beam_size, hparams.alpha, hparams.extra_length) == (4, 0.6, 50)
     assert hparams.learning_rate_schedule == "paper" and hparams.learning_rate == 1.0
+
+
+@pytest.mark.parametrize(
+    ("spec", "ignored", "because"),
+    [
+        ("optimizer=adafactor,adam_beta2=0.997", "adam_beta2", "optimizer=adafactor"),
+        ("adam_epsilon=1e-6,optimizer=adafactor", "adam_epsilon", "optimizer=adafactor"),
+        ("learning_rate_schedule=constant,warmup_steps=100", "warmup_steps", "constant"),
+    ],
+)
+def test_a_setting_the_configuration_ignores_is_refused(
+    spec: str, ignored: str, because: str
+) -> None:
+    with pytest.raises(HParamsError, match=f"hparam {ignored} is set .* would be ignored") as error:
+        TransformerHParams().override(spec)
+    assert because in str(error.value)
+
+
+def test_settings_that_take_effect_are_accepted() -> None:
+    hparams = TransformerHParams().override(
+        "optimizer=adam,adam_beta2=0.997,learning_rate_schedule=t2t,warmup_steps=100,"
+        "shared_embeddings=false,tie_target_embeddings=false"
+    )
+    assert (hparams.adam_beta2, hparams.warmup_steps) == (0.997, 100)
+    # Values the set already had are not the user's setting: switching optimizer is fine,
+    # and so is restating a value.
+    assert TransformerHParams().override("optimizer=adafactor").adam_beta2 == 0.98
+    assert TransformerHParams().override("optimizer=adafactor,adam_beta2=0.98").adam_beta2 == 0.98

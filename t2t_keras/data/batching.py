@@ -9,6 +9,8 @@ len(boundaries) distinct shapes reach the compiler.
 
 from __future__ import annotations
 
+import dataclasses
+
 import tensorflow as tf
 
 from t2t_keras.data.ids import EOS_ID, PAD_ID
@@ -19,6 +21,23 @@ _FEATURES = ("inputs", "targets")
 
 class BatchingError(UserError, ValueError):
     """Batching settings that cannot work (a ValueError the binaries print cleanly)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class BatchingConfig:
+    """How a problem's examples are cut and batched; a model's hparams give it.
+
+    `TransformerHParams.batching()` makes one from the hparams of the same names.
+    """
+
+    # Tokens per batch, padding counted: sentences * bucket length.
+    batch_size: int
+    # Longest example in tokens: training drops longer ones, other splits cut them.
+    max_length: int
+    # Shortest length bucket, in tokens.
+    min_length_bucket: int = 8
+    # Each length bucket's boundary is this factor above the one before.
+    length_bucket_step: float = 1.1
 
 
 def bucket_boundaries(min_length: int, max_length: int, step: float) -> list[int]:

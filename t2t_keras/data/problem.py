@@ -10,6 +10,7 @@ from absl import logging
 
 from t2t_keras import registry
 from t2t_keras.data import batching, records
+from t2t_keras.data.batching import BatchingConfig
 from t2t_keras.data.vocab import Vocabulary
 from t2t_keras.errors import UserError
 
@@ -60,13 +61,13 @@ class Problem:
         """{"inputs": vocabulary, "targets": vocabulary}, as seen by this direction."""
         raise NotImplementedError(f"{type(self).__name__} has no vocabularies.")
 
-    def max_length(self, hparams: Any) -> int:
+    def max_length(self, model_max_length: int) -> int:
         """The longest example in tokens: training drops longer ones, other splits cut them.
 
-        hparams.max_length by default; a problem whose sequences are known to
-        be shorter (or must be) can say so here.
+        The model's max_length by default; a problem whose sequences are known
+        to be shorter (or must be) can say so here.
         """
-        return hparams.max_length
+        return model_max_length
 
     def eval_metrics(self) -> list[str]:
         """Names of the metrics that judge this problem's outputs."""
@@ -77,8 +78,9 @@ class Problem:
     def data_files(self, data_dir: str, split: str) -> list[str]:
         """The split's shards; a clear error if they are missing or incomplete."""
         matches = tf.io.gfile.glob(records.split_pattern(data_dir, self.data_name, split))
-        paths = sorted(path for path in matches if re.search(r"-of-\d+$", path))
-        expected = {int(re.search(r"-of-(\d+)$", path).group(1)) for path in paths}
+        counts = {path: re.search(r"-of-(\d+)$", path) for path in matches}
+        paths = sorted(path for path, count in counts.items() if count)
+        expected = {int(count.group(1)) for count in counts.values() if count}
         if not paths or len(expected) != 1 or len(paths) != expected.pop():
             what = "no" if not paths else "an incomplete set of"
             raise UserError(
@@ -93,14 +95,17 @@ class Problem:
         encoders = self.feature_encoders(data_dir)
         dataset = tf.data.TFRecordDataset(self.data_files(data_dir, split)).take(count)
         return [
-            tuple(encoders[side].decode(example[side].numpy()) for side in ("inputs", "targets"))
+            (
+                encoders["inputs"].decode(example["inputs"].numpy()),
+                encoders["targets"].decode(example["targets"].numpy()),
+            )
             for example in dataset.map(self._parse)
         ]
 
     def dataset(
         self,
         split: str,
-        hparams: Any,
+        batching_config: BatchingConfig,
         data_dir: str,
         shuffle: bool | None = None,
         repeat: bool | None = None,
@@ -110,14 +115,15 @@ class Problem:
     ) -> tf.data.Dataset:
         """Batches {"inputs": int32 [B, L], "targets": int32 [B, L]} of the split.
 
-        Training data ("train") drops examples longer than `max_length(hparams)`;
-        other splits cut them to it (keeping EOS) and log how many. Batches follow
-        hparams.batch_size in tokens, padding counted, with lengths padded to
-        a bounded set of bucket boundaries.
+        Training data ("train") drops examples longer than
+        `max_length(batching_config.max_length)`; other splits cut them to it
+        (keeping EOS) and log how many. Batches hold batching_config.batch_size
+        tokens, padding counted, with lengths padded to a bounded set of bucket
+        boundaries.
 
         Args:
           split: "train", "dev" or "test".
-          hparams: needs batch_size, max_length, min_length_bucket, length_bucket_step.
+          batching_config: batch size, max length and buckets, e.g. `hparams.batching()`.
           data_dir: where t2t-datagen wrote the shards.
           shuffle, repeat: default to True for "train", False otherwise.
           deterministic: fixed order and seeds (for tests and reproducible runs).
@@ -126,7 +132,7 @@ class Problem:
             pipeline reads its own subset of the shards.
         """
         training = split == "train"
-        max_length = self.max_length(hparams)
+        max_length = self.max_length(batching_config.max_length)
         shuffle = training if shuffle is None else shuffle
         repeat = training if repeat is None else repeat
         seed = 0 if seed is None and deterministic else seed
@@ -146,10 +152,10 @@ class Problem:
             dataset = dataset.repeat()
         dataset = batching.batch_by_length(
             dataset,
-            hparams.batch_size,
+            batching_config.batch_size,
             max_length,
-            hparams.min_length_bucket,
-            hparams.length_bucket_step,
+            batching_config.min_length_bucket,
+            batching_config.length_bucket_step,
         )
         options = tf.data.Options()
         options.deterministic = deterministic

@@ -96,7 +96,9 @@ def greedy_search(
     """
     batch = _batch_size(max_lengths)
 
-    def body(index, ids, log_probs, finished, state):
+    def body(
+        index: tf.Tensor, ids: tf.Tensor, log_probs: tf.Tensor, finished: tf.Tensor, state: Any
+    ) -> tuple[Any, ...]:
         previous = _previous_tokens(ids, index)
         logits, state = step(state, index, previous)
         token_log_probs = allowed_log_probs(logits[:, tf.newaxis], index, max_lengths, min_lengths)[
@@ -109,7 +111,9 @@ def greedy_search(
         ids += tf.one_hot(index, decode_length, dtype=ids.dtype) * tokens[:, tf.newaxis]
         return index + 1, ids, log_probs, finished | (tokens == EOS_ID), state
 
-    def keep_going(index, ids, log_probs, finished, state):
+    def keep_going(
+        index: tf.Tensor, ids: tf.Tensor, log_probs: tf.Tensor, finished: tf.Tensor, state: Any
+    ) -> tf.Tensor:
         return tf.logical_and(index < decode_length, ~tf.reduce_all(finished))
 
     _, ids, log_probs, _, _ = tf.while_loop(
@@ -165,7 +169,8 @@ def beam_search(
     finishing_slots = beams if stopping == "first_k" else 2 * beams
     first_beam_only = tf.concat([[0.0], tf.fill([beams - 1], NEG_INF)], axis=0)
 
-    def body(index, alive_ids, alive_log_probs, finished_ids, finished_scores, done, state):
+    def body(*loop_vars: Any) -> tuple[Any, ...]:
+        index, alive_ids, alive_log_probs, finished_ids, finished_scores, done, state = loop_vars
         previous = tf.reshape(_previous_tokens(alive_ids, index), [-1])
         logits, state = step(state, index, previous)
         vocab = tf.shape(logits)[-1]
@@ -197,7 +202,8 @@ def beam_search(
         )
         return index + 1, alive_ids, alive_log_probs, finished_ids, finished_scores, done, state
 
-    def keep_going(index, alive_ids, alive_log_probs, finished_ids, finished_scores, done, state):
+    def keep_going(*loop_vars: Any) -> tf.Tensor:
+        index, done = loop_vars[0], loop_vars[5]
         return tf.logical_and(index < decode_length, ~tf.reduce_all(done))
 
     results = tf.while_loop(

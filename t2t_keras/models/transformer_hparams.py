@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from t2t_keras.hparam import HParams
+
+if TYPE_CHECKING:
+    from t2t_keras.data.batching import BatchingConfig
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,6 +120,28 @@ class TransformerHParams(HParams):
     alpha: float = 0.6
     # Longest output = input length + this.
     extra_length: int = 50
+
+    def batching(self) -> BatchingConfig:
+        """What `Problem.dataset` needs of these hparams."""
+        # Imported here: the hparams (and every --help that prints them) need no TensorFlow.
+        from t2t_keras.data.batching import BatchingConfig
+
+        return BatchingConfig(
+            batch_size=self.batch_size,
+            max_length=self.max_length,
+            min_length_bucket=self.min_length_bucket,
+            length_bucket_step=self.length_bucket_step,
+        )
+
+    def ignored_fields(self) -> dict[str, str]:
+        """Adam's settings under Adafactor, warmup under a constant learning rate."""
+        ignored = {}
+        if self.optimizer != "adam":
+            reason = f"optimizer={self.optimizer} does not read Adam's settings"
+            ignored.update(dict.fromkeys(("adam_beta1", "adam_beta2", "adam_epsilon"), reason))
+        if self.learning_rate_schedule == "constant":
+            ignored["warmup_steps"] = "learning_rate_schedule=constant has no warmup"
+        return ignored
 
     def validate(self) -> None:
         """Ranges that every field must respect."""

@@ -140,12 +140,13 @@ def load_trained(
       UserError: a missing path, run files or vocabulary, another hparams set,
         or a checkpoint whose weights do not fit the model.
     """
-    if not output_dir and not checkpoint_path:
+    given = checkpoint_path or output_dir
+    if not given:
         raise UserError(
             "no model to load: give --output_dir (a t2t-trainer training directory) or "
             "--checkpoint_path (a checkpoint prefix or a directory of checkpoints)."
         )
-    checkpoint = find_checkpoint(checkpoint_path or output_dir)
+    checkpoint = find_checkpoint(given)
     directory = os.path.expanduser(output_dir) if output_dir else os.path.dirname(checkpoint)
     run, hparams = read_run_files(directory)
     _check_hparams_set(run, hparams_set, f"{directory}/{run_files.RUN_FILE}")

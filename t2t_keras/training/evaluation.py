@@ -9,11 +9,12 @@ teacher-forced argmax).
 from __future__ import annotations
 
 import math
-from typing import Any
 
+import keras
 import numpy as np
 import tensorflow as tf
 
+from t2t_keras.data.batching import BatchingConfig
 from t2t_keras.data.problem import Problem
 from t2t_keras.decoding.decode_hparams import DecodeHParams
 from t2t_keras.decoding.translate import Translator
@@ -27,8 +28,8 @@ class Evaluator:
     Args:
       model: a built Transformer.
       problem: the problem trained on.
-      hparams: the hparams trained with (batching, decoding).
       data_dir: where the dev shards are.
+      batching_config: how dev batches are made (the training's, `hparams.batching()`).
       max_batches: dev batches for loss and accuracy; 0 = the whole split.
       bleu_examples: dev sentences decoded for the problem's output metrics
         (`t2t_keras.metrics.output_metrics`); 0 = none.
@@ -37,24 +38,24 @@ class Evaluator:
 
     def __init__(
         self,
-        model: Any,
+        model: keras.Model,
         problem: Problem,
-        hparams: Any,
         data_dir: str,
+        batching_config: BatchingConfig,
         max_batches: int = 0,
         bleu_examples: int = 0,
         jit_compile: bool = True,
     ) -> None:
         self.model = model
         self.problem = problem
-        self.hparams = hparams
+        self.batching_config = batching_config
         self.data_dir = data_dir
         self.max_batches = max_batches
         self.output_metrics = [m for m in problem.eval_metrics() if m in OUTPUT_METRICS]
         self.bleu_examples = bleu_examples if self.output_metrics else 0
         self.jit_compile = jit_compile
         self._sums = tf.function(self._batch_sums, reduce_retracing=True)
-        self._dataset = None
+        self._dataset: tf.data.Dataset | None = None
         self._translator: Translator | None = None
         self._sources: list[str] = []
         self._references: list[str] = []
@@ -71,12 +72,12 @@ class Evaluator:
     def token_metrics(self) -> dict[str, float]:
         """Cross-entropy per target token (no smoothing), its exp, and argmax accuracy."""
         if self._dataset is None:
-            self._dataset = self.problem.dataset("dev", self.hparams, self.data_dir)
+            self._dataset = self.problem.dataset("dev", self.batching_config, self.data_dir)
         dataset = self._dataset.take(self.max_batches) if self.max_batches else self._dataset
         totals = np.zeros(3)
         for batch in dataset:
             totals += [float(value) for value in self._sums(batch)]
-        loss_sum, correct, tokens = totals
+        loss_sum, correct, tokens = (float(total) for total in totals)
         tokens = max(tokens, 1.0)
         loss = loss_sum / tokens
         return {

@@ -12,6 +12,7 @@ from typing import Any
 
 import keras
 
+from t2t_keras.models.transformer_hparams import TransformerHParams
 from t2t_keras.training.schedules import schedule_from_hparams
 
 
@@ -30,7 +31,7 @@ class ReducedAdafactor(_ReducedGradients, keras.optimizers.Adafactor):
     """Adafactor on gradients already summed over replicas."""
 
 
-def optimizer_from_hparams(hparams: Any) -> keras.optimizers.Optimizer:
+def optimizer_from_hparams(hparams: TransformerHParams) -> keras.optimizers.Optimizer:
     """hparams.optimizer with the hparams' learning-rate schedule.
 
     Named "adam" or "adafactor" whatever else exists, so checkpoint keys are stable.

@@ -7,6 +7,8 @@ from typing import Any
 import keras
 import tensorflow as tf
 
+from t2t_keras.models.transformer_hparams import TransformerHParams
+
 
 @keras.saving.register_keras_serializable(package="t2t_keras")
 class TransformerSchedule(keras.optimizers.schedules.LearningRateSchedule):
@@ -60,7 +62,7 @@ class TransformerSchedule(keras.optimizers.schedules.LearningRateSchedule):
         }
 
 
-def schedule_from_hparams(hparams: Any) -> TransformerSchedule:
+def schedule_from_hparams(hparams: TransformerHParams) -> TransformerSchedule:
     """The schedule named by hparams.learning_rate_schedule."""
     return TransformerSchedule(
         hparams.learning_rate_schedule,

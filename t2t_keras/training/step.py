@@ -15,6 +15,7 @@ import keras
 import tensorflow as tf
 
 from t2t_keras.data.ids import PAD_ID
+from t2t_keras.models.transformer_hparams import TransformerHParams
 from t2t_keras.training.loss import smoothed_cross_entropy_sum
 
 SUM = tf.distribute.ReduceOp.SUM
@@ -41,7 +42,7 @@ class TrainStep:
         self,
         model: keras.Model,
         optimizer: keras.optimizers.Optimizer,
-        hparams: Any,
+        hparams: TransformerHParams,
         strategy: tf.distribute.Strategy,
         jit_compile: bool = False,
     ) -> None:

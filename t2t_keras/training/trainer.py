@@ -13,8 +13,9 @@ import tensorflow as tf
 from absl import logging
 
 from t2t_keras.data.problem import Problem
+from t2t_keras.data.vocab import Vocabulary
 from t2t_keras.errors import UserError
-from t2t_keras.hparam import HParams
+from t2t_keras.models.transformer_hparams import TransformerHParams
 from t2t_keras.run import run_files
 from t2t_keras.run.weights import build_model, make_checkpoint
 from t2t_keras.training.averaging import average_checkpoints
@@ -53,7 +54,7 @@ class TrainResult:
 def train(
     problem: Problem,
     model_name: str,
-    hparams: HParams,
+    hparams: TransformerHParams,
     data_dir: str,
     output_dir: str,
     strategy: tf.distribute.Strategy,
@@ -104,8 +105,8 @@ def train(
         evaluator = Evaluator(
             model,
             problem,
-            hparams,
             data_dir,
+            hparams.batching(),
             config.eval_steps,
             config.eval_bleu_examples,
             jit_compile=config.xla != "off" and strategy.num_replicas_in_sync == 1,
@@ -118,7 +119,10 @@ def train(
 
 
 def _train_step(
-    model_name: str, hparams: HParams, strategy: tf.distribute.Strategy, config: TrainConfig
+    model_name: str,
+    hparams: TransformerHParams,
+    strategy: tf.distribute.Strategy,
+    config: TrainConfig,
 ) -> TrainStep:
     """The model, its optimizer (with loss scaling for float16) and the step, in scope."""
     with strategy.scope():
@@ -138,7 +142,7 @@ def _train_step(
 
 def _loop(
     problem: Problem,
-    hparams: Any,
+    hparams: TransformerHParams,
     data_dir: str,
     strategy: tf.distribute.Strategy,
     config: TrainConfig,
@@ -153,7 +157,7 @@ def _loop(
 
     def dataset_fn(context: tf.distribute.InputContext) -> tf.data.Dataset:
         return problem.dataset(
-            "train", hparams, data_dir, deterministic=config.deterministic, seed=seed,
+            "train", hparams.batching(), data_dir, deterministic=config.deterministic, seed=seed,
             input_context=context,
         )  # fmt: skip
 
@@ -174,7 +178,7 @@ def _loop(
         except tf.errors.OutOfRangeError:
             raise UserError(
                 f"the train split of {problem.name} in {data_dir} has no example of at most "
-                f"max_length={problem.max_length(hparams)} tokens; regenerate the data or "
+                f"max_length={problem.max_length(hparams.max_length)} tokens; regenerate the data or "
                 "raise max_length."
             ) from None
         step = _global_step(optimizer)
@@ -199,7 +203,7 @@ def _loop(
     return result
 
 
-def _check_data(problem: Problem, data_dir: str) -> dict[str, Any]:
+def _check_data(problem: Problem, data_dir: str) -> dict[str, Vocabulary]:
     """The problem's vocabularies; clear errors when its data is missing."""
     if not data_dir or not tf.io.gfile.isdir(data_dir):
         raise UserError(
@@ -212,7 +216,9 @@ def _check_data(problem: Problem, data_dir: str) -> dict[str, Any]:
     return problem.feature_encoders(data_dir)
 
 
-def _with_vocab_size(hparams: HParams, encoders: dict[str, Any]) -> HParams:
+def _with_vocab_size(
+    hparams: TransformerHParams, encoders: dict[str, Vocabulary]
+) -> TransformerHParams:
     size = max(encoder.vocab_size for encoder in encoders.values())
     if hparams.vocab_size == 0:
         return dataclasses.replace(hparams, vocab_size=size)

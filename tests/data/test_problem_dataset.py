@@ -56,7 +56,12 @@ def test_input_pipelines_read_disjoint_parts_that_cover_the_split(
     for pipeline_id in range(2):
         context = tf.distribute.InputContext(2, pipeline_id, 2)
         dataset = problem.dataset(
-            split, hparams, data_dir, repeat=False, deterministic=True, input_context=context
+            split,
+            hparams.batching(),
+            data_dir,
+            repeat=False,
+            deterministic=True,
+            input_context=context,
         )
         parts.append(collections.Counter(decoded_inputs(dataset)))
     assert parts[0] and parts[1]
@@ -67,7 +72,7 @@ def test_input_pipelines_read_disjoint_parts_that_cover_the_split(
 def test_dev_cuts_long_examples_and_logs_how_many(data_dir: str, caplog) -> None:
     problem = registry.problem("lengths")
     with caplog.at_level(logging.WARNING):
-        dataset = problem.dataset("dev", HPARAMS, data_dir, deterministic=True)
+        dataset = problem.dataset("dev", HPARAMS.batching(), data_dir, deterministic=True)
     # Inputs are 1..20 characters + EOS: lengths 17..21 exceed 16, 5 of every 20.
     assert "lengths dev: 10 example(s) longer than max_length=16 are cut to it" in caplog.text
     texts = decoded_inputs(dataset)
@@ -76,7 +81,7 @@ def test_dev_cuts_long_examples_and_logs_how_many(data_dir: str, caplog) -> None
 
 def test_train_drops_long_examples(data_dir: str) -> None:
     problem = registry.problem("lengths")
-    texts = decoded_inputs(problem.dataset("train", HPARAMS, data_dir, repeat=False))
+    texts = decoded_inputs(problem.dataset("train", HPARAMS.batching(), data_dir, repeat=False))
     # Samples 0..79 lose 5 of every 20; samples 80..89 are 1..10 characters long.
     assert len(texts) == 70
     assert max(len(text) for text in texts) == 15
@@ -86,9 +91,9 @@ def test_a_problem_can_set_its_own_max_length(data_dir: str) -> None:
     class ShortLengths(Lengths):
         data_name = "lengths"  # Reads the registered problem's files.
 
-        def max_length(self, hparams: TransformerHParams) -> int:
+        def max_length(self, model_max_length: int) -> int:
             return 8
 
     problem = ShortLengths()
-    texts = decoded_inputs(problem.dataset("dev", HPARAMS, data_dir, deterministic=True))
+    texts = decoded_inputs(problem.dataset("dev", HPARAMS.batching(), data_dir, deterministic=True))
     assert max(len(text) for text in texts) == 7

@@ -97,7 +97,9 @@ def test_user_problem_through_datagen_to_batches(usr_dir: Path, tmp_path: Path) 
 
     registry.import_usr_dir(str(usr_dir))
     problem = registry.problem("tiny_parallel_corpus")
-    batch = next(iter(problem.dataset("train", HPARAMS, str(data_dir), deterministic=True)))
+    batch = next(
+        iter(problem.dataset("train", HPARAMS.batching(), str(data_dir), deterministic=True))
+    )
     assert set(batch) == {"inputs", "targets"}
     assert batch["inputs"].dtype.name == "int32" and batch["inputs"].shape == batch["targets"].shape
     assert batch["inputs"].shape[0] * batch["inputs"].shape[1] <= HPARAMS.batch_size
@@ -118,8 +120,8 @@ def test_reversed_problem_swaps_inputs_and_targets(usr_dir: Path, tmp_path: Path
     forward = registry.problem("tiny_parallel_corpus")
     backward = registry.problem("tiny_parallel_corpus_rev")
     options = {"shuffle": False, "repeat": False, "deterministic": True}
-    first = next(iter(forward.dataset("dev", HPARAMS, str(data_dir), **options)))
-    first_rev = next(iter(backward.dataset("dev", HPARAMS, str(data_dir), **options)))
+    first = next(iter(forward.dataset("dev", HPARAMS.batching(), str(data_dir), **options)))
+    first_rev = next(iter(backward.dataset("dev", HPARAMS.batching(), str(data_dir), **options)))
     np.testing.assert_array_equal(first["inputs"], first_rev["targets"])
     np.testing.assert_array_equal(first["targets"], first_rev["inputs"])
     encoders = backward.feature_encoders(str(data_dir))

@@ -32,7 +32,9 @@ def test_reverse_problem_generates_and_batches(tmp_path: Path) -> None:
     problem.num_samples = {"train": 500, "dev": 50, "test": 50}
     problem.generate_data(str(tmp_path), str(tmp_path / "tmp"))
     hparams = TransformerHParams(batch_size=256, max_length=32)
-    batch = next(iter(problem.dataset("dev", hparams, str(tmp_path), deterministic=True)))
+    batch = next(
+        iter(problem.dataset("dev", hparams.batching(), str(tmp_path), deterministic=True))
+    )
     vocab = problem.feature_encoders(str(tmp_path))["inputs"]
     for inputs, targets in zip(batch["inputs"].numpy(), batch["targets"].numpy(), strict=True):
         assert vocab.decode(list(targets)) == vocab.decode(list(inputs))[::-1]

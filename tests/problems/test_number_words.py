@@ -46,5 +46,7 @@ def test_problem_generates_a_sentencepiece_vocab_and_batches(tmp_path: Path) -> 
         == sample["targets"]
     )
     hparams = TransformerHParams(batch_size=512, max_length=64)
-    batch = next(iter(problem.dataset("test", hparams, str(tmp_path), deterministic=True)))
+    batch = next(
+        iter(problem.dataset("test", hparams.batching(), str(tmp_path), deterministic=True))
+    )
     assert batch["inputs"].shape[0] * batch["inputs"].shape[1] <= 512

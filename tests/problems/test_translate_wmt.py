@@ -82,9 +82,11 @@ def test_ende_generates_from_the_wmt_archives(wmt_tmp_dir: Path, tmp_path: Path)
     # German->English reads the same files, sides swapped.
     options = {"shuffle": False, "repeat": False, "deterministic": True}
     hparams = registry.hparams("transformer_tiny")
-    forward = next(iter(problem.dataset("test", hparams, str(tmp_path), **options)))
+    forward = next(iter(problem.dataset("test", hparams.batching(), str(tmp_path), **options)))
     backward_problem = registry.problem("translate_ende_wmt_bpe37k_rev")
-    backward = next(iter(backward_problem.dataset("test", hparams, str(tmp_path), **options)))
+    backward = next(
+        iter(backward_problem.dataset("test", hparams.batching(), str(tmp_path), **options))
+    )
     assert (forward["inputs"].numpy() == backward["targets"].numpy()).all()
 
 

@@ -65,7 +65,9 @@ def test_transformer_tiny_learns_number_words(number_words_data: Path, tmp_path:
     restore_model(model, tf.train.latest_checkpoint(str(tmp_path)))
     for ours, trained in zip(model.get_weights(), result.model.get_weights(), strict=True):
         np.testing.assert_array_equal(ours, trained)
-    evaluator = Evaluator(model, registry.problem(PROBLEM), hparams, str(number_words_data))
+    evaluator = Evaluator(
+        model, registry.problem(PROBLEM), str(number_words_data), hparams.batching()
+    )
     assert evaluator.token_metrics()["accuracy"] == pytest.approx(result.eval["accuracy"])
     # The last two checkpoints averaged beside them, as t2t-avg-checkpoints writes it.
     assert result.averaged_checkpoint == str(tmp_path / "averaged" / f"ckpt-{STEPS}")
