@@ -4,15 +4,18 @@ and a decoding cache.
 Shapes: B batch, T query length, S key length, L cache length, D model width,
 H heads, K key depth per head, V value depth per head.
 
-Three ways to call the layer:
-  - full: `layer(query, memory, bias)`; memory is None for self-attention.
-  - one decoding step of self-attention: `layer(query, bias=..., cache=cache,
-    cache_index=i)` with query [B, 1, D]; the step's key and value are written
-    into slot i of the preallocated cache [B, H, L, K|V] and the layer returns
-    (output, updated cache).
-  - cached encoder-decoder attention: `layer(query, bias=..., cache=keys_values)`
-    where keys_values = `layer.project_memory(encoder_output)`, computed once
-    per sentence.
+Three modes, each with one return type:
+  - full: `layer(query [B, T, D], memory [B, S, D], bias)` -> [B, T, D];
+    memory None is self-attention (S = T). `layer.call_with_weights(...)`
+    takes the same arguments and returns ([B, T, D], weights [B, H, T, S]).
+  - prefill: `cache = layer.project_memory(memory [B, S, D])` once per
+    sentence, then `layer.call_cached(query [B, T, D], cache, bias)` ->
+    ([B, T, D], cache): attends to the cached keys and values, which it
+    returns unchanged (encoder-decoder attention while decoding).
+  - one step: `cache = layer.empty_cache(B, L)`, then for i = 0, 1, ...
+    `layer.call_cached(query [B, 1, D], cache, bias [B|1, 1, 1, L],
+    cache_index=i)` -> ([B, 1, D], cache with slot i holding the query's key
+    and value) (self-attention while decoding; the bias masks slots after i).
 """
 
 from __future__ import annotations
@@ -24,6 +27,9 @@ import tensorflow as tf
 
 from t2t_keras.layers.dropout import replica_seed
 from t2t_keras.layers.masks import MASKED
+
+# {"key": [B, H, S|L, K], "value": [B, H, S|L, V]}
+KeysValues = dict[str, tf.Tensor]
 
 
 def attention_core(
@@ -115,14 +121,69 @@ class MultiHeadAttention(keras.layers.Layer):
         )
         self.output_kernel = weight("output", (heads, values, d_model), (heads * values, d_model))
 
-    def project_memory(self, memory: tf.Tensor) -> dict[str, tf.Tensor]:
+    def call(
+        self,
+        query: tf.Tensor,
+        memory: tf.Tensor | None = None,
+        bias: tf.Tensor | None = None,
+        training: bool = False,
+    ) -> tf.Tensor:
+        """Full mode: query [B, T, D] attends to memory [B, S, D] (None: itself) -> [B, T, D].
+
+        bias: float32, broadcastable to [B, H, T, S], or None.
+        """
+        keys_values = self.project_memory(query if memory is None else memory)
+        output, _ = self._attend(query, keys_values, bias, training, False)
+        return output
+
+    def call_with_weights(
+        self,
+        query: tf.Tensor,
+        memory: tf.Tensor | None = None,
+        bias: tf.Tensor | None = None,
+        training: bool = False,
+    ) -> tuple[tf.Tensor, tf.Tensor]:
+        """`call`, also returning the weights: (output [B, T, D], [B, H, T, S] float32)."""
+        query = self._prepare(query)
+        keys_values = self.project_memory(query if memory is None else memory)
+        output, weights = self._attend(query, keys_values, bias, training, True)
+        assert weights is not None
+        return output, weights
+
+    def call_cached(
+        self,
+        query: tf.Tensor,
+        cache: KeysValues,
+        bias: tf.Tensor | None = None,
+        cache_index: tf.Tensor | int | None = None,
+    ) -> tuple[tf.Tensor, KeysValues]:
+        """Prefill or one-step mode (see the module docstring); inference only, no dropout.
+
+        Args:
+          query: [B, T, D]; T = 1 with cache_index.
+          cache: {"key": [B, H, S|L, K], "value": [B, H, S|L, V]}.
+          bias: float32, broadcastable to [B, H, T, S|L], or None.
+          cache_index: None to attend to the cache as it is (prefill); else
+            the slot that receives the query's own key and value first.
+
+        Returns:
+          (output [B, T, D], the cache attended to: updated with cache_index).
+        """
+        query = self._prepare(query)
+        if cache_index is not None:
+            cache = _write_step(cache, self.project_memory(query), cache_index)
+        output, _ = self._attend(query, cache, bias, False, False)
+        return output, cache
+
+    def project_memory(self, memory: tf.Tensor) -> KeysValues:
         """Keys and values of `memory` [B, S, D]: {"key": [B, H, S, K], "value": [B, H, S, V]}."""
+        memory = self._prepare(memory)
         return {
             "key": tf.einsum("bsd,dhk->bhsk", memory, self._read(self.key_kernel)),
             "value": tf.einsum("bsd,dhv->bhsv", memory, self._read(self.value_kernel)),
         }
 
-    def empty_cache(self, batch_size: int | tf.Tensor, length: int) -> dict[str, tf.Tensor]:
+    def empty_cache(self, batch_size: int | tf.Tensor, length: int) -> KeysValues:
         """Zeroed self-attention cache: {"key": [B, H, L, K], "value": [B, H, L, V]}."""
         dtype = self.compute_dtype
         return {
@@ -130,39 +191,29 @@ class MultiHeadAttention(keras.layers.Layer):
             "value": tf.zeros([batch_size, self.num_heads, length, self.value_depth], dtype),
         }
 
-    def call(
+    def _attend(
         self,
         query: tf.Tensor,
-        memory: tf.Tensor | None = None,
-        bias: tf.Tensor | None = None,
-        cache: dict[str, tf.Tensor] | None = None,
-        cache_index: tf.Tensor | int | None = None,
-        training: bool = False,
-        return_weights: bool = False,
-    ) -> Any:
-        """Attends from `query` [B, T, D] to memory, itself, or a cache.
-
-        Returns:
-          [B, T, D]; with cache_index, (output, updated cache); with
-          return_weights, the [B, H, T, S] float32 weights as well.
-        """
+        keys_values: KeysValues,
+        bias: tf.Tensor | None,
+        training: bool,
+        return_weights: bool,
+    ) -> tuple[tf.Tensor, tf.Tensor | None]:
+        """query [B, T, D] -> ([B, T, D], [B, H, T, S] weights or None)."""
         heads = tf.einsum("btd,dhk->bhtk", query, self._read(self.query_kernel))
-        if cache is None:
-            keys_values = self.project_memory(query if memory is None else memory)
-        elif cache_index is None:
-            keys_values = cache
-        else:
-            keys_values = _write_step(cache, self.project_memory(query), cache_index)
         rate = self.dropout if training else 0.0
         seed = replica_seed(self.seed_generator) if rate > 0.0 else None
         core = _compiled_attention_core if self.use_xla else attention_core
         context, weights = core(
             heads, keys_values["key"], keys_values["value"], bias, rate, seed, return_weights
         )
-        output = tf.einsum("bhtv,hvd->btd", context, self._read(self.output_kernel))
-        extras = [keys_values] if cache_index is not None else []
-        extras += [weights] if return_weights else []
-        return (output, *extras) if extras else output
+        return tf.einsum("bhtv,hvd->btd", context, self._read(self.output_kernel)), weights
+
+    def _prepare(self, x: tf.Tensor) -> tf.Tensor:
+        """What `__call__` does for `call`: build on first use, cast to the compute dtype."""
+        if not self.built:
+            self.build(x.shape)
+        return tf.cast(x, self.compute_dtype)
 
     def _read(self, variable: Any) -> tf.Tensor:
         return tf.cast(variable, self.compute_dtype)
@@ -178,9 +229,7 @@ class MultiHeadAttention(keras.layers.Layer):
         }
 
 
-def _write_step(
-    cache: dict[str, tf.Tensor], step: dict[str, tf.Tensor], index: tf.Tensor | int
-) -> dict[str, tf.Tensor]:
+def _write_step(cache: KeysValues, step: KeysValues, index: tf.Tensor | int) -> KeysValues:
     """Writes one position's key and value [B, H, 1, K|V] into cache slot `index`."""
     length = tf.shape(cache["key"])[2]
     slot = tf.one_hot(index, length, on_value=True, off_value=False)[:, tf.newaxis]  # [L, 1]

@@ -6,85 +6,135 @@ from typing import Any
 
 import tensorflow as tf
 
-from t2t_keras.layers.attention import MultiHeadAttention
-from t2t_keras.layers.encoder_layer import EncoderLayer
-from t2t_keras.layers.residual import Residual
+from t2t_keras.layers.attention import KeysValues
+from t2t_keras.layers.transformer_layer import Attend, TransformerLayer
+
+# {"self": KeysValues [B, H, L, K|V], preallocated by `empty_cache`,
+#  "memory": KeysValues [B, H, S, K|V], from `project_memory`}
+DecoderCache = dict[str, KeysValues]
 
 
-class DecoderLayer(EncoderLayer):
-    """An encoder layer with encoder-decoder attention between its two sub-layers.
+class DecoderLayer(TransformerLayer):
+    """Masked self-attention, encoder-decoder attention and feed-forward sub-layers.
 
-    Same arguments as EncoderLayer. Called on a whole target sequence
-    (training, scoring) or, with a cache, on one position per decoding step:
-      cache = {"self": {"key", "value"}: [B, H, L, K|V], preallocated,
-               "memory": {"key", "value"}: [B, H, S, K|V], from `project_memory`}.
+    Each sub-layer sits inside a residual block. Arguments as TransformerLayer's.
+    Shapes: B batch, T target length, S source length, L cache length, D model
+    width, H heads, K|V key|value depth per head. Three modes:
+      - full: `layer(x [B, T, D], memory [B, S, D], self_bias, memory_bias)`
+        -> [B, T, D], for training and scoring; `call_with_weights` also
+        returns the attention weights.
+      - prefill: `project_memory(memory)` once per sentence gives the cache's
+        encoder-decoder keys and values; `empty_cache(B, L)` its zeroed
+        self-attention slots.
+      - one step: `decode_step(x [B, 1, D], cache, ..., index)` -> ([B, 1, D],
+        cache with slot `index` written).
     """
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        config, policy = self.config, self.dtype_policy
-        self.memory_attention = MultiHeadAttention(
-            config["num_heads"],
-            config["key_depth"],
-            config["value_depth"],
-            config["attention_dropout"],
-            config["use_xla"],
-            dtype=policy,
-            name="memory_attention",
-        )
-        self.memory_block = Residual(
-            config["norm_position"],
-            config["dropout"],
-            config["norm_epsilon"],
-            dtype=policy,
-            name="memory_attention_block",
-        )
-
     def build(self, x_shape: Any, memory_shape: Any = None) -> None:
-        super().build(x_shape)
+        self._build_self_attention(x_shape)
+        self.memory_attention = self._make_attention("memory_attention")
         self.memory_attention.build(x_shape, memory_shape or x_shape)
+        self.memory_block = self._make_block("memory_attention_block")
         self.memory_block.build(x_shape)
-
-    def project_memory(self, memory: tf.Tensor) -> dict[str, tf.Tensor]:
-        """Encoder-decoder keys and values of the encoder output [B, S, D], once per sentence."""
-        return self.memory_attention.project_memory(memory)
+        self._build_feed_forward(x_shape)
 
     def call(
         self,
         x: tf.Tensor,
-        memory: tf.Tensor | None,
+        memory: tf.Tensor,
         self_bias: tf.Tensor,
         memory_bias: tf.Tensor,
-        cache: dict[str, Any] | None = None,
-        cache_index: tf.Tensor | int | None = None,
         training: bool = False,
-        return_weights: bool = False,
-    ) -> Any:
-        """x [B, T, D] (T = 1 with a cache) -> [B, T, D].
+    ) -> tf.Tensor:
+        """Teacher-forced: x [B, T, D] attends to itself and memory [B, S, D] -> [B, T, D].
+
+        Args:
+          self_bias: causal, [1, 1, T, T].
+          memory_bias: source padding, [B, 1, 1, S].
+        """
+        x, _, _ = self._sublayers(
+            x,
+            lambda h: (self.self_attention(h, bias=self_bias, training=training), None),
+            lambda h: (
+                self.memory_attention(h, memory=memory, bias=memory_bias, training=training),
+                None,
+            ),
+            training,
+        )
+        return x
+
+    def call_with_weights(
+        self,
+        x: tf.Tensor,
+        memory: tf.Tensor,
+        self_bias: tf.Tensor,
+        memory_bias: tf.Tensor,
+        training: bool = False,
+    ) -> tuple[tf.Tensor, tuple[tf.Tensor, tf.Tensor]]:
+        """`call`, also returning the weights.
 
         Returns:
-          x; then the updated cache if one was given; then (self-attention,
-          encoder-decoder attention) weights [B, H, T, L|S] if return_weights.
+          ([B, T, D], (self-attention weights [B, H, T, T], encoder-decoder
+          weights [B, H, T, S])), float32 weights.
         """
-        self_args = {"cache": cache["self"], "cache_index": cache_index} if cache else {}
-        memory_args = {"cache": cache["memory"]} if cache else {"memory": memory}
-        options = {"training": training, "return_weights": return_weights}
+        x, self_weights, memory_weights = self._sublayers(
+            x,
+            lambda h: self.self_attention.call_with_weights(h, bias=self_bias, training=training),
+            lambda h: self.memory_attention.call_with_weights(
+                h, memory=memory, bias=memory_bias, training=training
+            ),
+            training,
+        )
+        return x, (self_weights, memory_weights)
+
+    def project_memory(self, memory: tf.Tensor) -> KeysValues:
+        """Encoder-decoder keys and values of the encoder output [B, S, D], once per sentence."""
+        return self.memory_attention.project_memory(memory)
+
+    def empty_cache(self, batch_size: int | tf.Tensor, length: int) -> KeysValues:
+        """Zeroed self-attention slots for L = `length` positions: [B, H, L, K|V]."""
+        return self.self_attention.empty_cache(batch_size, length)
+
+    def decode_step(
+        self,
+        x: tf.Tensor,
+        cache: DecoderCache,
+        self_bias: tf.Tensor,
+        memory_bias: tf.Tensor,
+        index: tf.Tensor | int,
+    ) -> tuple[tf.Tensor, DecoderCache]:
+        """Position `index` alone, attending to the cached positions before it.
+
+        Args:
+          x: [B, 1, D], the layer's input at position `index`.
+          cache: {"self": [B, H, L, K|V], "memory": [B, H, S, K|V]}.
+          self_bias: [1, 1, 1, L], masking the slots after `index`.
+          memory_bias: [B, 1, 1, S], masking source padding.
+          index: the position, a scalar below L.
+
+        Returns:
+          (output [B, 1, D], the cache with this position's self-attention
+          key and value in slot `index`).
+        """
+        x, self_cache, _ = self._sublayers(
+            x,
+            lambda h: self.self_attention.call_cached(
+                h, cache["self"], self_bias, cache_index=index
+            ),
+            lambda h: self.memory_attention.call_cached(h, cache["memory"], memory_bias),
+            training=False,
+        )
+        return x, {"self": self_cache, "memory": cache["memory"]}
+
+    def _sublayers(
+        self, x: tf.Tensor, attend_self: Attend, attend_memory: Attend, training: bool
+    ) -> tuple[tf.Tensor, Any, Any]:
+        """x [B, T, D] through the three sub-layers -> (x, what each `attend` returned beside h)."""
         # Masked self-attention block.
-        h = self.attention_block.sublayer_input(x)
-        self_result = self.self_attention(h, bias=self_bias, **self_args, **options)
-        h = self_result[0] if isinstance(self_result, tuple) else self_result
+        h, self_extra = attend_self(self.attention_block.sublayer_input(x))
         x = self.attention_block(x, h, training=training)
         # Encoder-decoder attention block.
-        h = self.memory_block.sublayer_input(x)
-        memory_result = self.memory_attention(h, bias=memory_bias, **memory_args, **options)
-        h = memory_result[0] if isinstance(memory_result, tuple) else memory_result
+        h, memory_extra = attend_memory(self.memory_block.sublayer_input(x))
         x = self.memory_block(x, h, training=training)
         # Feed-forward block.
-        h = self.feed_forward(self.feed_forward_block.sublayer_input(x), training=training)
-        x = self.feed_forward_block(x, h, training=training)
-        outputs = [x]
-        if cache:
-            outputs.append({"self": self_result[1], "memory": cache["memory"]})
-        if return_weights:
-            outputs.append((self_result[-1], memory_result[-1]))
-        return tuple(outputs) if len(outputs) > 1 else x
+        return self._apply_feed_forward(x, training), self_extra, memory_extra

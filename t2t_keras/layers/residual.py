@@ -14,7 +14,7 @@ class Residual(keras.layers.Layer):
     """Dropout, residual add and layer norm around one sub-layer.
 
     post (the paper): LayerNorm(x + Dropout(Sublayer(x)));
-    pre: x + Dropout(Sublayer(LayerNorm(x))). Use as
+    pre: x + Dropout(Sublayer(LayerNorm(x))). Build it, then use it as
 
         h = block.sublayer_input(x)
         x = block(x, sublayer(h), training=training)
@@ -28,18 +28,20 @@ class Residual(keras.layers.Layer):
     def __init__(self, position: str, dropout: float, epsilon: float, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.position = position
-        self.rate = dropout
+        self.dropout_rate = dropout
         self.epsilon = epsilon
-        self.norm = keras.layers.LayerNormalization(
-            epsilon=epsilon, dtype=self.dtype_policy, name="layer_norm"
-        )
-        self.dropout = Dropout(dropout, dtype=self.dtype_policy)
 
     def build(self, x_shape: Any, output_shape: Any = None) -> None:
+        self.norm = keras.layers.LayerNormalization(
+            epsilon=self.epsilon, dtype=self.dtype_policy, name="layer_norm"
+        )
         self.norm.build(x_shape)
+        self.dropout = Dropout(self.dropout_rate, dtype=self.dtype_policy)
 
     def sublayer_input(self, x: tf.Tensor) -> tf.Tensor:
-        """What the sub-layer sees: LayerNorm(x) before it (pre), else x."""
+        """What the sub-layer sees: LayerNorm(x) before it (pre), else x. [B, T, D]."""
+        if not self.built:  # Called before the block itself, so it may build it.
+            self.build(x.shape)
         return self.norm(x) if self.position == "pre" else x
 
     def call(self, x: tf.Tensor, output: tf.Tensor, training: bool = False) -> tf.Tensor:
@@ -51,6 +53,6 @@ class Residual(keras.layers.Layer):
         return {
             **super().get_config(),
             "position": self.position,
-            "dropout": self.rate,
+            "dropout": self.dropout_rate,
             "epsilon": self.epsilon,
         }

@@ -16,13 +16,16 @@ import tensorflow as tf
 from t2t_keras import registry
 from t2t_keras.errors import UserError
 from t2t_keras.layers import DecoderLayer, EncoderLayer, LearnedPositions, ScaledEmbedding
+from t2t_keras.layers.attention import KeysValues
 from t2t_keras.layers.dropout import Dropout
 from t2t_keras.layers.masks import causal_bias, padding_bias, step_bias
 from t2t_keras.layers.position import sinusoid
 from t2t_keras.models.transformer_hparams import TransformerHParams
 
-# state, index, ids [B] -> (logits [B, V] float32, new state)
-StepFunction = Callable[[tf.Tensor, tf.Tensor, Any], tuple[tf.Tensor, Any]]
+# {"layer_i": the self-attention cache of decoder layer i}
+DecodingState = dict[str, KeysValues]
+# state, index, ids [B] -> (logits [B, vocab] float32, new state)
+StepFunction = Callable[[DecodingState, tf.Tensor, tf.Tensor], tuple[tf.Tensor, DecodingState]]
 
 
 @registry.register_model
@@ -39,7 +42,7 @@ class Transformer(keras.Model):
     hparams_class = TransformerHParams  # What hparams.json of a trained model holds.
 
     def __init__(
-        self, hparams: TransformerHParams | dict, use_xla: bool = True, **kwargs: Any
+        self, hparams: TransformerHParams | dict[str, Any], use_xla: bool = True, **kwargs: Any
     ) -> None:
         super().__init__(**kwargs)
         if isinstance(hparams, dict):
@@ -51,39 +54,21 @@ class Transformer(keras.Model):
             )
         self.hparams = hparams
         self.use_xla = use_xla
-        self._build_embeddings(hparams)
-        layer_args = {
-            "num_heads": hparams.num_heads,
-            "key_depth": hparams.d_k,
-            "value_depth": hparams.d_v,
-            "d_ff": hparams.d_ff,
-            "dropout": hparams.dropout,
-            "attention_dropout": hparams.attention_dropout,
-            "relu_dropout": hparams.relu_dropout,
-            "norm_position": hparams.layer_norm_position,
-            "norm_epsilon": hparams.layer_norm_epsilon,
-            "use_xla": use_xla,
-            "dtype": self.dtype_policy,
-        }
-        self.encoder_layers = [
-            EncoderLayer(**layer_args, name=f"encoder_{i}")
-            for i in range(hparams.num_encoder_layers)
-        ]
-        self.decoder_layers = [
-            DecoderLayer(**layer_args, name=f"decoder_{i}")
-            for i in range(hparams.num_decoder_layers)
-        ]
-        self.final_norms = None
-        if hparams.layer_norm_position == "pre":  # Pre-norm stacks end unnormalized.
-            self.final_norms = [
-                keras.layers.LayerNormalization(
-                    epsilon=hparams.layer_norm_epsilon, dtype=self.dtype_policy, name=name
-                )
-                for name in ("encoder_norm", "decoder_norm")
-            ]
 
-    def _build_embeddings(self, hparams: TransformerHParams) -> None:
-        vocab, d_model, policy = hparams.vocab_size, hparams.d_model, self.dtype_policy
+    def build(self, input_shape: Any = None) -> None:
+        """Creates the sublayers, then every weight by running the model once on a tiny batch."""
+        self._build_embeddings()
+        self._build_stacks()
+        # A softmax-only matrix is used through `project`, never called: build it here.
+        if not self.softmax_weights.built:
+            self.softmax_weights.build()
+        ids = tf.ones([1, 1], tf.int32)
+        self.call({"inputs": ids, "targets": ids})
+
+    def _build_embeddings(self) -> None:
+        """Token embeddings (one matrix, two or three), position tables, embedding dropout."""
+        hparams, policy = self.hparams, self.dtype_policy
+        vocab, d_model = hparams.vocab_size, hparams.d_model
         self.source_embedding = ScaledEmbedding(vocab, d_model, dtype=policy, name="embedding")
         self.target_embedding = self.source_embedding
         self.softmax_weights = self.source_embedding
@@ -104,13 +89,38 @@ class Transformer(keras.Model):
             ]
         self.embedding_dropout = Dropout(hparams.embedding_dropout, dtype=policy)
 
-    def build(self, input_shape: Any = None) -> None:
-        """Creates every weight by running the model once on a tiny batch."""
-        # A softmax-only matrix is used through `project`, never called: build it here.
-        if not self.softmax_weights.built:
-            self.softmax_weights.build()
-        ids = tf.ones([1, 1], tf.int32)
-        self.call({"inputs": ids, "targets": ids})
+    def _build_stacks(self) -> None:
+        """The encoder and decoder layers, and the final norms of pre-norm stacks."""
+        hparams = self.hparams
+        layer_args: dict[str, Any] = {
+            "num_heads": hparams.num_heads,
+            "key_depth": hparams.d_k,
+            "value_depth": hparams.d_v,
+            "d_ff": hparams.d_ff,
+            "dropout": hparams.dropout,
+            "attention_dropout": hparams.attention_dropout,
+            "relu_dropout": hparams.relu_dropout,
+            "norm_position": hparams.layer_norm_position,
+            "norm_epsilon": hparams.layer_norm_epsilon,
+            "use_xla": self.use_xla,
+            "dtype": self.dtype_policy,
+        }
+        self.encoder_layers = [
+            EncoderLayer(**layer_args, name=f"encoder_{i}")
+            for i in range(hparams.num_encoder_layers)
+        ]
+        self.decoder_layers = [
+            DecoderLayer(**layer_args, name=f"decoder_{i}")
+            for i in range(hparams.num_decoder_layers)
+        ]
+        self.final_norms = None
+        if hparams.layer_norm_position == "pre":  # Pre-norm stacks end unnormalized.
+            self.final_norms = [
+                keras.layers.LayerNormalization(
+                    epsilon=hparams.layer_norm_epsilon, dtype=self.dtype_policy, name=name
+                )
+                for name in ("encoder_norm", "decoder_norm")
+            ]
 
     # Training and scoring.
 
@@ -121,7 +131,7 @@ class Transformer(keras.Model):
 
     def encode(self, inputs: tf.Tensor, training: bool = False) -> tuple[tf.Tensor, tf.Tensor]:
         """[B, S] ids -> (encoder output [B, S, D], padding bias [B, 1, 1, S])."""
-        memory, bias, _ = self._encoder_stack(inputs, training, return_weights=False)
+        memory, bias, _ = self._encoder_stack(inputs, training, with_weights=False)
         return memory, bias
 
     def decode(
@@ -132,7 +142,7 @@ class Transformer(keras.Model):
         training: bool = False,
     ) -> tf.Tensor:
         """Teacher-forced decoder: targets [B, T] -> logits [B, T, vocab] float32."""
-        x, _ = self._decoder_stack(targets, memory, memory_bias, training, return_weights=False)
+        x, _ = self._decoder_stack(targets, memory, memory_bias, training, with_weights=False)
         return self._logits(x)
 
     def attention_weights(
@@ -152,31 +162,33 @@ class Transformer(keras.Model):
           {"encoder": [B, H, S, S], "decoder": [B, H, T, T],
            "encoder_decoder": [B, H, T, S]}; rows are queries, columns keys.
         """
+        self._build_if_needed()
         inputs = tf.convert_to_tensor(inputs, tf.int32)
         targets = tf.convert_to_tensor(targets, tf.int32)
-        memory, memory_bias, encoder = self._encoder_stack(inputs, False, return_weights=True)
+        memory, memory_bias, encoder = self._encoder_stack(inputs, False, with_weights=True)
         _, (decoder, encoder_decoder) = self._decoder_stack(
-            targets, memory, memory_bias, False, return_weights=True
+            targets, memory, memory_bias, False, with_weights=True
         )
         kinds = {"encoder": encoder, "decoder": decoder, "encoder_decoder": encoder_decoder}
         return {kind: [tf.cast(w, tf.float32) for w in weights] for kind, weights in kinds.items()}
 
     def _encoder_stack(
-        self, inputs: tf.Tensor, training: bool, return_weights: bool
+        self, inputs: tf.Tensor, training: bool, with_weights: bool
     ) -> tuple[tf.Tensor, tf.Tensor, list[tf.Tensor]]:
         """[B, S] ids -> (output [B, S, D], bias [B, 1, 1, S], per-layer weights [B, H, S, S]).
 
-        The weights list is empty unless return_weights.
+        The weights list is empty unless with_weights.
         """
         self._check_length(inputs, "inputs")
         bias = padding_bias(inputs)
         x = self._embed(self.source_embedding, inputs, 0, 0, training)
         weights = []
         for layer in self.encoder_layers:
-            x = layer(x, bias, training=training, return_weights=return_weights)
-            if return_weights:
-                x, layer_weights = x
+            if with_weights:
+                x, layer_weights = layer.call_with_weights(x, bias, training=training)
                 weights.append(layer_weights)
+            else:
+                x = layer(x, bias, training=training)
         if self.final_norms:
             x = self.final_norms[0](x)
         return x, bias, weights
@@ -187,14 +199,14 @@ class Transformer(keras.Model):
         memory: tf.Tensor,
         memory_bias: tf.Tensor,
         training: bool,
-        return_weights: bool,
+        with_weights: bool,
     ) -> tuple[tf.Tensor, tuple[list[tf.Tensor], list[tf.Tensor]]]:
         """Teacher-forced decoder stack: targets [B, T] -> top layer output [B, T, D].
 
         Returns:
           (output, (self-attention weights [B, H, T, T] per layer,
           encoder-decoder weights [B, H, T, S] per layer)); the lists are
-          empty unless return_weights.
+          empty unless with_weights.
         """
         self._check_length(targets, "targets")
         decoder_input = tf.pad(targets, [[0, 0], [1, 0]])[:, :-1]  # Shift right.
@@ -202,20 +214,21 @@ class Transformer(keras.Model):
         self_bias = causal_bias(tf.shape(targets)[1])
         self_weights, memory_weights = [], []
         for layer in self.decoder_layers:
-            x = layer(
-                x, memory, self_bias, memory_bias, training=training, return_weights=return_weights
-            )
-            if return_weights:
-                x, (layer_self, layer_memory) = x
+            if with_weights:
+                x, (layer_self, layer_memory) = layer.call_with_weights(
+                    x, memory, self_bias, memory_bias, training=training
+                )
                 self_weights.append(layer_self)
                 memory_weights.append(layer_memory)
+            else:
+                x = layer(x, memory, self_bias, memory_bias, training=training)
         return x, (self_weights, memory_weights)
 
     # Incremental decoding.
 
     def start_decoding(
         self, inputs: tf.Tensor, cache_length: int, beam_size: int = 1
-    ) -> tuple[dict[str, Any], StepFunction]:
+    ) -> tuple[DecodingState, StepFunction]:
         """Encodes `inputs` [B, S] once and prepares one-position decoding steps.
 
         Args:
@@ -228,23 +241,27 @@ class Transformer(keras.Model):
           [B * K, H, L, K|V], zeroed; `step(state, index, ids [B * K])`
           returns (logits [B * K, vocab] float32, new state) for position `index`.
         """
+        self._build_if_needed()
         memory, memory_bias = self.encode(inputs)
         memory = tf.repeat(memory, beam_size, axis=0)
         memory_bias = tf.repeat(memory_bias, beam_size, axis=0)
         batch = tf.shape(memory)[0]
+        # Encoder-decoder keys and values, the same at every step: outside the state.
         memory_caches = [layer.project_memory(memory) for layer in self.decoder_layers]
         state = {
-            f"layer_{i}": layer.self_attention.empty_cache(batch, cache_length)
+            f"layer_{i}": layer.empty_cache(batch, cache_length)
             for i, layer in enumerate(self.decoder_layers)
         }
 
-        def step(state: dict[str, Any], index: tf.Tensor, ids: tf.Tensor) -> tuple[tf.Tensor, Any]:
+        def step(
+            state: DecodingState, index: tf.Tensor, ids: tf.Tensor
+        ) -> tuple[tf.Tensor, DecodingState]:
             x = self._embed(self.target_embedding, ids[:, tf.newaxis], 1, index, False)
             self_bias = step_bias(index, cache_length)
             new_state = {}
             for i, layer in enumerate(self.decoder_layers):
                 cache = {"self": state[f"layer_{i}"], "memory": memory_caches[i]}
-                x, cache = layer(x, None, self_bias, memory_bias, cache=cache, cache_index=index)
+                x, cache = layer.decode_step(x, cache, self_bias, memory_bias, index)
                 new_state[f"layer_{i}"] = cache["self"]
             return self._logits(x)[:, 0, :], new_state
 
@@ -269,6 +286,11 @@ class Transformer(keras.Model):
             signal = sinusoid(positions, self.hparams.d_model)
         x = x + tf.cast(signal, x.dtype)[tf.newaxis]
         return self.embedding_dropout(x, training=training)
+
+    def _build_if_needed(self) -> None:
+        # `build` runs `call`, so only the methods `call` does not use may build.
+        if not self.built:
+            self.build()
 
     def _logits(self, x: tf.Tensor) -> tf.Tensor:
         if self.final_norms:

@@ -1,4 +1,4 @@
-"""Multi-head attention: shapes, masks, weights, the XLA core, the cache."""
+"""Multi-head attention: shapes, masks, weights, the XLA core, the three modes."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def test_weights_sum_to_one_and_ignore_masked_keys() -> None:
     layer = make_layer()
     ids = tf.constant([[4, 5, 1, 0, 0]])
     x = tf.random.normal([1, 5, 8])
-    _, weights = layer(x, bias=padding_bias(ids), return_weights=True)
+    _, weights = layer.call_with_weights(x, bias=padding_bias(ids))
     assert weights.shape == (1, 2, 5, 5) and weights.dtype == tf.float32
     np.testing.assert_allclose(tf.reduce_sum(weights, -1).numpy(), 1.0, rtol=1e-6)
     assert np.all(weights.numpy()[..., 3:] == 0.0)
@@ -83,25 +83,49 @@ def test_fully_masked_rows_stay_finite_in_float16() -> None:
     assert np.all(np.isfinite(output.numpy()))
 
 
+def test_each_mode_returns_one_type() -> None:
+    layer = make_layer()
+    query, memory = tf.random.normal([2, 3, 8]), tf.random.normal([2, 6, 8])
+    output = layer(query, memory)
+    assert isinstance(output, tf.Tensor) and output.shape == (2, 3, 8)
+    with_weights, weights = layer.call_with_weights(query, memory)
+    assert weights.shape == (2, 2, 3, 6)
+    np.testing.assert_array_equal(with_weights, output)
+    prefilled = layer.project_memory(memory)
+    cached, cache = layer.call_cached(query, prefilled)
+    assert cached.shape == (2, 3, 8) and cache is prefilled  # Prefill: the cache stays.
+    step, cache = layer.call_cached(query[:, :1], layer.empty_cache(2, 4), cache_index=0)
+    assert step.shape == (2, 1, 8) and set(cache) == {"key", "value"}
+    assert cache["key"].shape == (2, 2, 4, 3) and cache["value"].shape == (2, 2, 4, 5)
+
+
 def test_cached_steps_equal_full_causal_attention() -> None:
     layer = make_layer()
     x = tf.random.normal([2, 4, 8])
     full = layer(x, bias=causal_bias(4))
     cache = layer.empty_cache(2, 6)
     for index in range(4):
-        step, cache = layer(
-            x[:, index : index + 1], bias=step_bias(index, 6), cache=cache, cache_index=index
+        step, cache = layer.call_cached(
+            x[:, index : index + 1], cache, bias=step_bias(index, 6), cache_index=index
         )
         np.testing.assert_allclose(step[:, 0], full[:, index], atol=1e-5)
+    # Slots 0..3 hold the keys of the four positions, the rest are still zero.
+    np.testing.assert_allclose(cache["key"][:, :, :4], layer.project_memory(x)["key"], atol=1e-6)
+    assert not np.any(cache["key"][:, :, 4:])
+
+
+def test_one_step_builds_an_unbuilt_layer() -> None:
+    layer = make_layer()
+    step, _ = layer.call_cached(tf.ones([1, 1, 8]), layer.empty_cache(1, 2), cache_index=0)
+    assert layer.built and step.shape == (1, 1, 8)
 
 
 def test_precomputed_memory_equals_attending_to_memory() -> None:
     layer = make_layer()
     query, memory = tf.random.normal([2, 3, 8]), tf.random.normal([2, 6, 8])
     expected = layer(query, memory)
-    np.testing.assert_allclose(
-        layer(query, cache=layer.project_memory(memory)), expected, atol=1e-6
-    )
+    output, _ = layer.call_cached(query, layer.project_memory(memory))
+    np.testing.assert_allclose(output, expected, atol=1e-6)
 
 
 def test_config_round_trip() -> None:

@@ -70,6 +70,68 @@ def test_variants_have_count_params_weights(overrides: str) -> None:
     assert build(hparams).count_params() == count_params(hparams)
 
 
+# Checkpoints are keyed by these paths (t2t_keras.run.weights): they must never change.
+WEIGHT_PATHS = [
+    "decoder_0/feed_forward/inner/bias",
+    "decoder_0/feed_forward/inner/kernel",
+    "decoder_0/feed_forward/outer/bias",
+    "decoder_0/feed_forward/outer/kernel",
+    "decoder_0/feed_forward_block/layer_norm/beta",
+    "decoder_0/feed_forward_block/layer_norm/gamma",
+    "decoder_0/memory_attention/key",
+    "decoder_0/memory_attention/output",
+    "decoder_0/memory_attention/query",
+    "decoder_0/memory_attention/value",
+    "decoder_0/memory_attention_block/layer_norm/beta",
+    "decoder_0/memory_attention_block/layer_norm/gamma",
+    "decoder_0/self_attention/key",
+    "decoder_0/self_attention/output",
+    "decoder_0/self_attention/query",
+    "decoder_0/self_attention/value",
+    "decoder_0/self_attention_block/layer_norm/beta",
+    "decoder_0/self_attention_block/layer_norm/gamma",
+    "decoder_norm/beta",
+    "decoder_norm/gamma",
+    "decoder_positions/table",
+    "embedding/embeddings",
+    "encoder_0/feed_forward/inner/bias",
+    "encoder_0/feed_forward/inner/kernel",
+    "encoder_0/feed_forward/outer/bias",
+    "encoder_0/feed_forward/outer/kernel",
+    "encoder_0/feed_forward_block/layer_norm/beta",
+    "encoder_0/feed_forward_block/layer_norm/gamma",
+    "encoder_0/self_attention/key",
+    "encoder_0/self_attention/output",
+    "encoder_0/self_attention/query",
+    "encoder_0/self_attention/value",
+    "encoder_0/self_attention_block/layer_norm/beta",
+    "encoder_0/self_attention_block/layer_norm/gamma",
+    "encoder_norm/beta",
+    "encoder_norm/gamma",
+    "encoder_positions/table",
+    "softmax_weights/embeddings",
+    "target_embedding/embeddings",
+]
+
+
+def test_weight_paths_are_the_checkpoint_keys() -> None:
+    """One layer per stack, with every optional weight: pre-norm, learned positions, untied."""
+    hparams = dataclasses.replace(TINY, num_encoder_layers=1, num_decoder_layers=1).override(
+        "layer_norm_position=pre,position_encoding=learned,"
+        "shared_embeddings=false,tie_target_embeddings=false"
+    )
+    model = build(hparams, name="transformer")
+    assert sorted(w.path for w in model.weights) == [f"transformer/{p}" for p in WEIGHT_PATHS]
+
+
+def test_unbuilt_model_builds_for_attention_weights_and_decoding() -> None:
+    weights = Transformer(TINY).attention_weights(INPUTS, TARGETS)
+    assert [w.shape for w in weights["encoder_decoder"]] == [(2, 2, 4, 6)] * 2
+    state, step = Transformer(TINY).start_decoding(INPUTS, cache_length=3)
+    logits, state = step(state, tf.constant(0), tf.zeros([2], tf.int32))
+    assert logits.shape == (2, 12) and sorted(state) == ["layer_0", "layer_1"]
+
+
 def test_logits_are_float32_over_the_vocabulary(model: Transformer) -> None:
     assert logits(model, INPUTS, TARGETS).shape == (2, 4, 12)
 
