@@ -74,10 +74,8 @@ def test_weights_are_those_of_the_normal_forward_pass(
     recorded = {kind: [] for kind in KINDS}
 
     def record(attention: keras.layers.Layer, kind: str) -> None:
-        original = attention.call
-
         def call_recording_weights(*args, **kwargs):
-            output, layer_weights = original(*args, **{**kwargs, "return_weights": True})
+            output, layer_weights = attention.call_with_weights(*args, **kwargs)
             recorded[kind].append(layer_weights.numpy())
             return output
 
