@@ -9,6 +9,7 @@ from absl import logging
 
 from t2t_keras.data.ids import EOS_ID, PAD_ID
 from t2t_keras.decoding.search import beam_search, greedy_search
+from t2t_keras.models.transformer import Transformer
 
 
 class Decoder(tf.Module):
@@ -33,7 +34,7 @@ class Decoder(tf.Module):
 
     def __init__(
         self,
-        model: Any,
+        model: Transformer,
         beam_size: int | None = None,
         alpha: float | None = None,
         extra_length: int | None = None,
