@@ -165,7 +165,10 @@ def decode_interactive(
 
 
 def write_outputs(
-    translations: list[Translation], translator: Translator, to_file: str | None, out: TextIO
+    translations: list[Translation],
+    translator: Translator,
+    to_file: str | None,
+    out: TextIO | None = None,
 ) -> None:
     """One line per translation into to_file (atomically) or onto `out` (default stdout)."""
     lines = [_line(t, translator) for t in translations]
@@ -180,7 +183,7 @@ def write_outputs(
 
 def _line(translation: Translation, translator: Translator) -> str:
     settings = translator.hparams
-    columns = settings.beam_size if settings.return_beams else 1
+    columns = settings.beam_size if settings.return_beams and settings.beam_size else 1
     return translation.line(settings.write_beam_scores, columns)
 
 

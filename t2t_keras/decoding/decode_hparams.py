@@ -2,20 +2,41 @@
 
 Unset search settings take the values of the hparams set the model was
 trained with: the paper's beam 4, alpha 0.6 and input length + 50 for
-translation; beam 21, alpha 0.3 and + 300 for parsing.
+translation; beam 21, alpha 0.3 and + 300 for parsing. `resolved` is the one
+place they are filled in; t2t-decoder and t2t-exporter resolve once and
+pass the result down, and Translator and export_translator resolve again,
+which changes nothing then.
+
+This module imports no TensorFlow: the binaries' --help lists these fields.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, Protocol
 
-from t2t_keras.decoding.search import STOPPING_RULES
 from t2t_keras.hparam import HParams
 
 # The settings of the search itself (Decoder's keyword arguments); the rest
 # are t2t-decoder's batching and writing.
 SEARCH_SETTINGS = ("beam_size", "alpha", "extra_length", "return_beams", "min_length", "stopping")
+# The search's stopping rules (search.STOPPING_RULES; tests check they agree).
+STOPPING_RULES = ("first_k", "best_possible")
+# The search settings that come from the model's hparams when unset.
+_FROM_MODEL = ("beam_size", "alpha", "extra_length")
+
+
+class SearchDefaults(Protocol):
+    """What unset search settings come from: a model's hparams (TransformerHParams)."""
+
+    @property
+    def beam_size(self) -> int: ...
+
+    @property
+    def alpha(self) -> float: ...
+
+    @property
+    def extra_length(self) -> int: ...
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,17 +62,21 @@ class DecodeHParams(HParams):
             self.require(value is None or value >= 0, name, "0 or more")
         self.require(self.stopping in STOPPING_RULES, "stopping", " or ".join(STOPPING_RULES))
 
-    def resolved(self, model_hparams: Any) -> DecodeHParams:
-        """A copy whose unset search settings are the model hparams' values."""
+    def resolved(self, model_hparams: SearchDefaults) -> DecodeHParams:
+        """A copy whose unset search settings are the model hparams' values.
+
+        Resolving a resolved copy returns it unchanged.
+        """
+        unset = {name: getattr(model_hparams, name) for name in _FROM_MODEL}
         return dataclasses.replace(
-            self,
-            **{
-                name: getattr(model_hparams, name)
-                for name in ("beam_size", "alpha", "extra_length")
-                if getattr(self, name) is None
-            },
+            self, **{name: value for name, value in unset.items() if getattr(self, name) is None}
         )
 
     def search_settings(self) -> dict[str, Any]:
         """The search's settings, as `Decoder`'s keyword arguments."""
         return {name: getattr(self, name) for name in SEARCH_SETTINGS}
+
+    def changed(self) -> list[str]:
+        """The fields set to other than their defaults."""
+        defaults = DecodeHParams()
+        return [name for name in self.values() if getattr(self, name) != getattr(defaults, name)]

@@ -24,10 +24,11 @@ from collections.abc import Callable
 
 import tensorflow as tf
 
-from t2t_keras.data.ids import EOS_ID, PAD_ID
+from t2t_keras.data.ids import PAD_ID
 from t2t_keras.data.vocab import Vocabulary
-from t2t_keras.decoding.decode_hparams import DecodeHParams
+from t2t_keras.decoding.decode_hparams import SEARCH_SETTINGS, DecodeHParams
 from t2t_keras.decoding.decoder import Decoder
+from t2t_keras.decoding.translate import encode_texts
 from t2t_keras.errors import UserError
 from t2t_keras.run.loading import TrainedModel
 
@@ -47,20 +48,23 @@ def export_translator(
       trained: the model with its weights and vocabularies.
       export_dir: the directory of versions; created if missing.
       settings: the search (beam_size, alpha, extra_length, min_length,
-        stopping, return_beams: all K hypotheses per input, best first); unset
-        ones default to the model's hparams.
+        stopping, return_beams: all K hypotheses per input, best first),
+        resolved; unset ones are filled in from the model's hparams by
+        `DecodeHParams.resolved`. Settings of file decoding are refused.
       jit_compile: XLA-compile the beam search inside the SavedModel.
 
     Returns:
       The version directory written, export_dir/<version>.
 
     Raises:
-      UserError: export_dir cannot be created or written.
+      UserError: settings an exported model does not have, or an export_dir
+        that cannot be created or written.
     """
+    settings = (settings or DecodeHParams()).resolved(trained.model.hparams)
+    check_exportable(settings)
     export_dir = os.path.abspath(os.path.expanduser(export_dir))
     temporary_dir = _make_temporary_dir(export_dir)
     try:
-        settings = (settings or DecodeHParams()).resolved(trained.model.hparams)
         decoder = Decoder(trained.model, **settings.search_settings(), jit_compile=jit_compile)
         translator = ServingModule(decoder, trained.vocabs["inputs"], trained.vocabs["targets"])
         tf.saved_model.save(translator, temporary_dir, signatures={SIGNATURE: translator.translate})
@@ -68,6 +72,16 @@ def export_translator(
     finally:
         if tf.io.gfile.exists(temporary_dir):
             tf.io.gfile.rmtree(temporary_dir)
+
+
+def check_exportable(settings: DecodeHParams) -> None:
+    """Refuses settings of file decoding (batching, writing), which an exported model lacks."""
+    others = [name for name in settings.changed() if name not in SEARCH_SETTINGS]
+    if others:
+        raise UserError(
+            f"--decode_hparams sets {', '.join(others)}, which an exported model does not "
+            f"have; it takes {', '.join(SEARCH_SETTINGS)}."
+        )
 
 
 class ServingModule(tf.Module):
@@ -101,13 +115,13 @@ def _translate_function(
     decoder: Decoder, inputs_vocab: Vocabulary, targets_vocab: Vocabulary
 ) -> Callable[[tf.Tensor], dict[str, tf.Tensor]]:
     """The serving computation: strings in, strings and scores out."""
-    # Decoder.__call__ truncates with a Python-side check of the static shape;
-    # here the shape is unknown, so encode_batch truncates in the graph.
+    # The compiled search itself: encode_texts has cut the rows to max_length.
     search = decoder.search
 
     def translate(inputs: tf.Tensor) -> dict[str, tf.Tensor]:
         """[B] strings -> {"outputs": [B] strings, "scores": [B] float32} ([B, K] with beams)."""
-        ids = encode_batch(inputs_vocab, inputs, decoder.max_length)
+        rows, _ = encode_texts(inputs_vocab, inputs, decoder.max_length)
+        ids = rows.to_tensor(default_value=PAD_ID)  # [B, S]: S the longest row.
         output_ids, scores = search(ids)  # [B, N, L], [B, N]
         if decoder.num_returned == 1:
             return {"outputs": targets_vocab.tf_decode(output_ids[:, 0]), "scores": scores[:, 0]}
@@ -116,23 +130,6 @@ def _translate_function(
         return {"outputs": outputs, "scores": scores}
 
     return translate
-
-
-def encode_batch(vocab: Vocabulary, texts: tf.Tensor, max_length: int) -> tf.Tensor:
-    """Encodes strings into the Decoder's input rows, in the graph.
-
-    Args:
-      vocab: the inputs vocabulary.
-      texts: [B] tf.string.
-      max_length: the model's longest input; longer rows keep their first
-        max_length - 1 tokens, then EOS, as `Decoder` truncates them.
-
-    Returns:
-      [B, S] int32: each row's tokens, EOS, then PAD; S the longest row.
-    """
-    tokens = vocab.tf_encode(texts)[:, : max_length - 1]  # [B, (T)]
-    eos = tf.RaggedTensor.from_tensor(tf.fill([tokens.nrows(), 1], tf.constant(EOS_ID, tf.int32)))
-    return tf.concat([tf.cast(tokens, tf.int32), eos], axis=1).to_tensor(default_value=PAD_ID)
 
 
 def _make_temporary_dir(export_dir: str) -> str:

@@ -4,7 +4,9 @@ Sentences are sorted by length so that each batch holds similar lengths,
 padded to a few bucket widths so that the compiled search is reused, and the
 outputs come back in input order: exactly one per input. An empty (or
 whitespace-only) input gets an empty output without being decoded. Inputs
-longer than the model's max_length are cut to it, keeping EOS, and counted.
+longer than the model's max_length are cut to it, keeping EOS, by
+`encode_texts`, the one place inputs are cut (the exported SavedModel cuts
+with it too); `Translator.translate` logs how many were.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+import tensorflow as tf
 from absl import logging
 
 from t2t_keras.data.ids import EOS_ID, PAD_ID
@@ -54,12 +57,14 @@ class Translation:
 
 
 class Translator:
-    """Decodes text with a model, its vocabularies and DecodeHParams (resolved).
+    """Decodes text with a model, its vocabularies and DecodeHParams.
 
     Args:
       model: a built Transformer with its weights.
       vocabs: {"inputs": Vocabulary, "targets": Vocabulary}.
-      decode_hparams: search and batching settings; unset ones from model.hparams.
+      decode_hparams: search and batching settings, resolved (`DecodeHParams.resolved`
+        fills in unset ones from model.hparams; here it is applied again, which
+        changes nothing for resolved settings).
       jit_compile: XLA-compile the search.
     """
 
@@ -77,16 +82,15 @@ class Translator:
 
     def encode(self, sentences: Sequence[str]) -> tuple[list[list[int]], int]:
         """Each sentence's ids ending with EOS (empty for a blank one), and how many were cut."""
-        rows, truncated = [], 0
-        for sentence in sentences:
-            if not sentence.strip():
-                rows.append([])
-                continue
-            ids = self.vocabs["inputs"].encode(sentence)
-            if len(ids) >= self.max_length:
-                ids, truncated = ids[: self.max_length - 1], truncated + 1
-            rows.append([*ids, EOS_ID])
-        return rows, truncated
+        rows: list[list[int]] = [[] for _ in sentences]
+        kept = [i for i, sentence in enumerate(sentences) if sentence.strip()]
+        if not kept:
+            return rows, 0
+        texts = tf.constant([sentences[i] for i in kept], tf.string)
+        ids, cut = encode_texts(self.vocabs["inputs"], texts, self.max_length)
+        for i, row in zip(kept, ids.to_list(), strict=True):
+            rows[i] = row
+        return rows, int(tf.math.count_nonzero(cut))
 
     def translate(
         self,
@@ -145,6 +149,27 @@ class Translator:
                 )
             )
         return translations
+
+
+def encode_texts(
+    vocab: Vocabulary, texts: tf.Tensor, max_length: int
+) -> tuple[tf.RaggedTensor, tf.Tensor]:
+    """Encodes strings into the search's input rows, cut to the model's max_length.
+
+    Args:
+      vocab: the inputs vocabulary.
+      texts: [B] tf.string.
+      max_length: the model's longest input; a longer row keeps its first
+        max_length - 1 tokens, then EOS.
+
+    Returns:
+      ([B, (T)] int32 ids, each row ending with EOS, T <= max_length;
+      [B] bool, the rows that were cut).
+    """
+    tokens = vocab.tf_encode(texts)  # [B, (T)]
+    cut = tokens.row_lengths() > max_length - 1
+    eos = tf.RaggedTensor.from_tensor(tf.fill([tokens.nrows(), 1], tf.constant(EOS_ID, tf.int32)))
+    return tf.concat([tf.cast(tokens[:, : max_length - 1], tf.int32), eos], axis=1), cut
 
 
 def bucket_width(length: int, max_length: int) -> int:
