@@ -1,4 +1,8 @@
-"""Flags and error handling shared by the t2t-* binaries."""
+"""Flags and error handling shared by the t2t-* binaries.
+
+Nothing here imports TensorFlow: `--help` and flag errors answer at once,
+and TensorFlow is imported (quietly, see tensorflow_logs) when work starts.
+"""
 
 from __future__ import annotations
 
@@ -6,15 +10,18 @@ import os
 import sys
 import tempfile
 from collections.abc import Callable
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from absl import app, flags
 
 from t2t_keras import catalog, registry
-from t2t_keras.data import Problem
+from t2t_keras.bin import tensor2tensor_flags, tensorflow_logs
 from t2t_keras.errors import UserError
 from t2t_keras.hparam import HParams
-from t2t_keras.models import TransformerHParams
+from t2t_keras.models.transformer_hparams import TransformerHParams
+
+if TYPE_CHECKING:
+    from t2t_keras.data import Problem
 
 FLAGS = flags.FLAGS
 _HELP_FLAGS = {"?", "help", "helpfull", "helpshort", "helpxml"}
@@ -26,9 +33,19 @@ _HPARAMS_HELP = (
     "The fields (Transformer defaults shown; --hparams_help shows a set's values):\n"
 )
 
+# The values of TrainConfig.xla; tests/bin checks that they stay the same.
+XLA_MODES = ("off", "attention", "full")
+_XLA_HELP = (
+    "XLA compilation. off: none; attention: the attention cores; full: everything, i.e. "
+    "each replica's whole train step (t2t-trainer) or the whole search, encoder included "
+    "(t2t-decoder, t2t-exporter). The default is full where a model decodes (the compiled "
+    "search is the fast path) and attention in training (compiling the whole step takes "
+    "long and not every device allows it)."
+)
 
-def define_flags(with_model: bool) -> None:
-    """The flags every binary has; with_model adds --model and the hparams flags."""
+
+def define_registry_flags() -> None:
+    """--t2t_usr_dir and --registry_help, which every binary that reads the registry has."""
     flags.DEFINE_string(
         "t2t_usr_dir",
         None,
@@ -38,9 +55,15 @@ def define_flags(with_model: bool) -> None:
     flags.DEFINE_bool(
         "registry_help", False, "Print every registered problem, model and hparams set, then exit."
     )
+
+
+def define_problem_flag() -> None:
+    """--problem, for the binaries that generate or train on a problem's data."""
     flags.DEFINE_string("problem", None, "Name of a registered problem (see --registry_help).")
-    if not with_model:
-        return
+
+
+def define_model_flags() -> None:
+    """--model, --hparams_set, --hparams and --hparams_help, for training."""
     flags.DEFINE_string("model", "transformer", "Name of a registered model.")
     flags.DEFINE_string(
         "hparams_set", None, "Name of a registered hparams set, e.g. transformer_base."
@@ -66,17 +89,19 @@ def define_data_flags() -> None:
     )
 
 
-def define_checkpoint_flags() -> None:
-    """--output_dir and --checkpoint_path, for the binaries that use a trained model."""
-    flags.DEFINE_string(
-        "output_dir", None, "Training directory t2t-trainer wrote (checkpoints and run files)."
-    )
-    flags.DEFINE_string(
-        "checkpoint_path",
-        None,
-        "A checkpoint prefix (TRAIN/ckpt-1000) or a directory (its newest); default: the "
-        "newest in --output_dir. Without --output_dir, the run files beside it are used.",
-    )
+def define_xla_flag(default: str) -> None:
+    """--xla, the same values and meaning in every binary that runs a model."""
+    flags.DEFINE_enum("xla", default, XLA_MODES, _XLA_HELP)
+
+
+def xla_arguments() -> tuple[bool, bool]:
+    """--xla as the library's arguments: (use_xla, jit_compile).
+
+    use_xla: XLA-compiled attention cores (load_trained's use_xla);
+    jit_compile: the whole search compiled (Translator's and
+    export_translator's jit_compile). TrainConfig.xla takes --xla as it is.
+    """
+    return FLAGS.xla != "off", FLAGS.xla == "full"
 
 
 def generate_data(problem: Problem) -> None:
@@ -92,6 +117,7 @@ def run(main: Callable[[], int | None]) -> NoReturn:
     def absl_main(argv: list[str]) -> int | None:
         if len(argv) > 1:
             fail(f"unexpected arguments {' '.join(argv[1:])!r}; every option is a --flag.")
+        tensorflow_logs.import_tensorflow(verbose=FLAGS.verbosity > 0)
         try:
             return main()
         except UserError as error:
@@ -105,12 +131,13 @@ def _show_in_help(binary_module: str) -> None:
 
     absl's --help shows the flags of the module named sys.argv[0] and the
     docstring of __main__, which for an installed console script are neither
-    the binary's module nor this one.
+    the binary's module nor the modules defining its flags.
     """
     sys.modules["__main__"].__doc__ = sys.modules[binary_module].__doc__
-    for module in (binary_module, __name__):
-        for flag in FLAGS.get_flags_for_module(module):
-            FLAGS.register_key_flag_for_module(sys.argv[0], flag)
+    for module, module_flags in FLAGS.flags_by_module_dict().items():
+        if module == binary_module or module.startswith(f"{__package__}."):
+            for flag in module_flags:
+                FLAGS.register_key_flag_for_module(sys.argv[0], flag)
 
 
 def _parse_flags(argv: list[str]) -> list[str]:
@@ -126,7 +153,8 @@ def _parse_flags(argv: list[str]) -> list[str]:
         message = " ".join(str(arg) for arg in error.args).replace(" ?", "?").rstrip()
         if not message.endswith(("?", ".")):
             message += "."
-        fail(f"{message} Run {_program()} --helpfull to see every flag.")
+        hint = tensor2tensor_flags.hint(getattr(error, "flagname", ""))
+        fail(f"{message} {hint or ''} Run {_program()} --helpfull to see every flag.")
 
 
 def fail(message: str) -> NoReturn:
@@ -154,12 +182,6 @@ def start() -> bool:
         print_hparams_help()
         return True
     return False
-
-
-def unavailable(what: str) -> NoReturn:
-    """Exits with status 1: the program cannot do `what` in this version."""
-    print(f"{_program()}: {what} is not available in this version.", file=sys.stderr)
-    sys.exit(1)
 
 
 def required(flag_name: str, what: str, hint: str = "") -> str:

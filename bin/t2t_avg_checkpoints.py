@@ -7,16 +7,23 @@ by default) with copies of run.json, hparams.json and the vocabularies, so
 `t2t-decoder --output_dir=TRAIN/averaged` decodes with it. Only the model's
 weights are averaged; the optimizer state is dropped, so training cannot
 resume from the average. An earlier average in --averaged_dir is replaced whole.
+tensor2tensor's --prefix works as it did: prepended to each of --checkpoints,
+and its directory is the training directory when --output_dir is not given.
 """
 
 from __future__ import annotations
 
+import os
+
 from absl import flags
 
 from t2t_keras.bin import common
-from t2t_keras.training.averaging import average_checkpoints
+from t2t_keras.errors import UserError
 
-common.define_flags(with_model=False)
+common.define_registry_flags()
+flags.DEFINE_string(
+    "problem", None, "If given, refuse checkpoints of a training on another problem."
+)
 flags.DEFINE_string("output_dir", None, "Training directory holding the checkpoints.")
 flags.DEFINE_integer(
     "num_last_checkpoints",
@@ -30,6 +37,12 @@ flags.DEFINE_list(
     "Comma-separated checkpoint prefixes to average instead, e.g. TRAIN/ckpt-800,TRAIN/ckpt-900.",
 )
 flags.DEFINE_string(
+    "prefix",
+    "",
+    "Prepended to each of --checkpoints (e.g. --prefix=TRAIN/ckpt- --checkpoints=800,900); "
+    "its directory is the training directory if --output_dir is not given.",
+)
+flags.DEFINE_string(
     "averaged_dir", None, "Where to write the average; default <output_dir>/averaged."
 )
 FLAGS = flags.FLAGS
@@ -38,11 +51,15 @@ FLAGS = flags.FLAGS
 def main() -> int:
     if common.start():
         return 0
-    output_dir = common.required("output_dir", "the training directory holding the checkpoints")
+    from t2t_keras.training.averaging import average_checkpoints
+
     if FLAGS.checkpoints and FLAGS["num_last_checkpoints"].present:
         common.fail("give either --checkpoints or --num_last_checkpoints, not both.")
+    output_dir = _output_dir()
+    _check_problem(output_dir)
+    checkpoints = [FLAGS.prefix + checkpoint for checkpoint in FLAGS.checkpoints]
     averaged = average_checkpoints(
-        output_dir, FLAGS.num_last_checkpoints, FLAGS.checkpoints, FLAGS.averaged_dir
+        output_dir, FLAGS.num_last_checkpoints, checkpoints, FLAGS.averaged_dir
     )
     print(f"Averaged the model weights of {len(averaged.sources)} checkpoints:")
     for source in averaged.sources:
@@ -54,6 +71,36 @@ def main() -> int:
         "--decode_to_file=OUT"
     )
     return 0
+
+
+def _output_dir() -> str:
+    """--output_dir, or the directory of tensor2tensor's --prefix."""
+    prefix_dir = os.path.dirname(os.path.expanduser(FLAGS.prefix))
+    if not FLAGS.output_dir and prefix_dir:
+        return prefix_dir
+    output_dir = common.required("output_dir", "the training directory holding the checkpoints")
+    if prefix_dir and not FLAGS.checkpoints and not _same_dir(output_dir, prefix_dir):
+        common.fail(
+            f"--prefix={FLAGS.prefix} names checkpoints in {prefix_dir}, but --output_dir is "
+            f"{output_dir}; give one of them."
+        )
+    return output_dir
+
+
+def _same_dir(first: str, second: str) -> bool:
+    return os.path.abspath(os.path.expanduser(first)) == os.path.abspath(second)
+
+
+def _check_problem(output_dir: str) -> None:
+    """Refuses the training directory of another problem than --problem."""
+    from t2t_keras.run.run_files import read_run
+
+    run = read_run(os.path.expanduser(output_dir)) if FLAGS.problem else None
+    if run is not None and run.get("problem") != FLAGS.problem:
+        raise UserError(
+            f"{output_dir} holds a training on problem {run.get('problem')!r}, not "
+            f"{FLAGS.problem!r} (--problem); drop --problem or give that training's directory."
+        )
 
 
 def run() -> None:

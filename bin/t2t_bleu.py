@@ -15,7 +15,6 @@ from absl import flags
 
 from t2t_keras.bin import common
 from t2t_keras.files import read_text_lines
-from t2t_keras.metrics import bleu
 
 flags.DEFINE_string("translation", None, "The system's output: one translated sentence a line.")
 flags.DEFINE_string("reference", None, "The reference translations, aligned line by line.")
@@ -30,6 +29,8 @@ FLAGS = flags.FLAGS
 
 
 def main() -> int:
+    from t2t_keras.metrics import bleu
+
     translation = common.required("translation", "the file of translated sentences")
     reference = common.required("reference", "the file of reference sentences")
     hypotheses = read_text_lines(translation, "--translation")

@@ -14,7 +14,8 @@ from absl import flags
 
 from t2t_keras.bin import common
 
-common.define_flags(with_model=False)
+common.define_registry_flags()
+common.define_problem_flag()
 common.define_data_flags()
 flags.DEFINE_integer(
     "show_examples",

@@ -1,4 +1,4 @@
-"""t2t-decoder: translates with a trained model and scores the translations.
+r"""t2t-decoder: translates with a trained model and scores the translations.
 
     t2t-decoder --output_dir=TRAIN --decode_from_file=IN --decode_to_file=OUT \
         [--decode_reference=REF] [--decode_hparams="beam_size=4,alpha=0.6"]
@@ -7,7 +7,9 @@
 
 --output_dir is what t2t-trainer wrote (hparams.json, run.json, vocabularies,
 checkpoints); its newest checkpoint is used unless --checkpoint_path names
-one. Output has exactly one line per input line, in input order; empty input
+one. tensor2tensor's --problem, --model, --hparams_set, --hparams and
+--data_dir are accepted and checked against what the model was trained with.
+Output has exactly one line per input line, in input order; empty input
 lines give empty output lines. Input must be UTF-8: invalid bytes are an
 error naming the line. Inputs longer than the model's max_length are cut to
 it (the count is logged).
@@ -16,23 +18,25 @@ it (the count is logged).
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from absl import flags, logging
 
 from t2t_keras import registry
-from t2t_keras.bin import common
-from t2t_keras.data import Problem
-from t2t_keras.decoding import decode
+from t2t_keras.bin import common, trained_model
 from t2t_keras.decoding.decode_hparams import DecodeHParams
-from t2t_keras.decoding.translate import Translator
 from t2t_keras.errors import UserError
 from t2t_keras.files import make_writable_dir
-from t2t_keras.run.loading import load_trained
 
-common.define_flags(with_model=False)
-common.define_checkpoint_flags()
-flags.DEFINE_string(
-    "hparams_set", None, "If given, refuse a model trained with another hparams set."
+if TYPE_CHECKING:
+    from t2t_keras.data import Problem
+    from t2t_keras.decoding.decode import Decoded
+    from t2t_keras.decoding.translate import Translator
+    from t2t_keras.run.loading import TrainedModel
+
+trained_model.define_flags(
+    "The problem's data directory: the split is read from it (default: the data_dir of the "
+    "training). If given, it must hold the vocabularies the model was trained with."
 )
 flags.DEFINE_string(
     "decode_hparams",
@@ -50,9 +54,13 @@ flags.DEFINE_string(
     "decode_reference", None, "References of --decode_from_file: print sacreBLEU and its signature."
 )
 flags.DEFINE_bool("decode_interactive", False, "Translate lines typed on stdin until EOF.")
-flags.DEFINE_string("data_dir", None, "Data of the problem (default: the one trained on).")
 flags.DEFINE_string(
     "decode_split", "test", "Without --decode_from_file: the split of the problem to decode."
+)
+flags.DEFINE_bool(
+    "keep_timestamp",
+    False,
+    "Give the output file the modification time of the checkpoint decoded with.",
 )
 flags.DEFINE_string(
     "attention_plot_dir", None, "Write attention heat maps (PNG) and index.html here."
@@ -60,13 +68,45 @@ flags.DEFINE_string(
 flags.DEFINE_integer(
     "attention_plot_sentences", 3, "Sentences to plot (the first ones decoded).", lower_bound=1
 )
-flags.DEFINE_bool("xla", True, "XLA-compile the search and attention.")
 FLAGS = flags.FLAGS
 
 
 def main() -> int:
     if common.start():
         return 0
+    _check_modes()
+    settings = trained_model.decode_settings()
+    if FLAGS.attention_plot_dir:  # Found unwritable now, not after the whole decode.
+        make_writable_dir(FLAGS.attention_plot_dir, "--attention_plot_dir")
+    trained = trained_model.load()
+    translator = _translator(trained, settings.resolved(trained.hparams))
+    from t2t_keras.decoding import decode
+
+    if FLAGS.decode_interactive:
+        decode.decode_interactive(translator)
+        return 0
+    if FLAGS.decode_from_file:
+        to_file = FLAGS.decode_to_file or _default_output(translator, trained.hparams_set)
+        problem = _problem(trained.run)
+        metrics = problem.eval_metrics() if problem else ("bleu",)
+        decoded = decode.decode_file(
+            translator, FLAGS.decode_from_file, to_file, FLAGS.decode_reference, metrics
+        )
+    else:
+        to_file = FLAGS.decode_to_file
+        decoded = _decode_split(trained, translator)
+    if FLAGS.keep_timestamp and to_file:
+        index_time = os.path.getmtime(f"{trained.checkpoint}.index")
+        os.utime(os.path.expanduser(to_file), (index_time, index_time))
+    if FLAGS.attention_plot_dir:
+        decode.plot_attention(
+            trained, translator, decoded, FLAGS.attention_plot_dir, FLAGS.attention_plot_sentences
+        )
+    return 0
+
+
+def _check_modes() -> None:
+    """Refuses flags that contradict each other, before anything is loaded."""
     if FLAGS.decode_interactive and FLAGS.decode_from_file:
         raise UserError("give either --decode_from_file or --decode_interactive, not both.")
     if FLAGS.decode_reference and not FLAGS.decode_from_file:
@@ -76,56 +116,48 @@ def main() -> int:
             "--decode_interactive prints its outputs as it goes; drop --decode_to_file and "
             "--attention_plot_dir, or decode a file with --decode_from_file."
         )
-    decode_hparams = DecodeHParams().override(FLAGS.decode_hparams)
-    if FLAGS.attention_plot_dir:  # Found unwritable now, not after the whole decode.
-        make_writable_dir(FLAGS.attention_plot_dir, "--attention_plot_dir")
-    trained = load_trained(FLAGS.output_dir, FLAGS.checkpoint_path, FLAGS.hparams_set, FLAGS.xla)
+    if FLAGS.keep_timestamp and not (FLAGS.decode_to_file or FLAGS.decode_from_file):
+        raise UserError(
+            "--keep_timestamp dates the output file, and there is none; give "
+            "--decode_from_file or --decode_to_file, or drop --keep_timestamp."
+        )
+
+
+def _translator(trained: TrainedModel, settings: DecodeHParams) -> Translator:
+    from t2t_keras.decoding.translate import Translator
+
+    _, jit_compile = common.xla_arguments()
+    translator = Translator(trained.model, trained.vocabs, settings, jit_compile)
+    logging.info(
+        "Decoding with %s (beam %d, alpha %s, extra length %d).",
+        trained.checkpoint,
+        settings.beam_size,
+        settings.alpha,
+        settings.extra_length,
+    )
+    return translator
+
+
+def _decode_split(trained: TrainedModel, translator: Translator) -> Decoded:
+    from t2t_keras.decoding import decode
+
     problem = _problem(trained.run)
-    translator = Translator(trained.model, trained.vocabs, decode_hparams, FLAGS.xla)
-    logging.info("Decoding with %s (%s).", trained.checkpoint, _settings(translator))
-    if FLAGS.decode_interactive:
-        decode.decode_interactive(translator)
-        return 0
-    if FLAGS.decode_from_file:
-        decoded = decode.decode_file(
-            translator,
-            FLAGS.decode_from_file,
-            FLAGS.decode_to_file or _default_output(translator, trained.hparams_set),
-            FLAGS.decode_reference,
-            problem.eval_metrics() if problem else ("bleu",),
+    if problem is None:
+        raise UserError(
+            f"problem {trained.run['problem']!r} of the training is not registered; "
+            "pass its --t2t_usr_dir, or decode a file with --decode_from_file."
         )
-    else:
-        if problem is None:
-            raise UserError(
-                f"problem {trained.run['problem']!r} of the training is not registered; "
-                "pass its --t2t_usr_dir, or decode a file with --decode_from_file."
-            )
-        data_dir = os.path.expanduser(FLAGS.data_dir or trained.run.get("data_dir"))
-        decoded = decode.decode_split(
-            translator, problem, data_dir, FLAGS.decode_split, FLAGS.decode_to_file
-        )
-    if FLAGS.attention_plot_dir:
-        decode.plot_attention(
-            trained, translator, decoded, FLAGS.attention_plot_dir, FLAGS.attention_plot_sentences
-        )
-    return 0
+    data_dir = os.path.expanduser(FLAGS.data_dir or trained.run.get("data_dir"))
+    return decode.decode_split(
+        translator, problem, data_dir, FLAGS.decode_split, FLAGS.decode_to_file
+    )
 
 
 def _problem(run: dict) -> Problem | None:
-    """The trained problem, checked against --problem if given (None if not registered)."""
-    if FLAGS.problem and FLAGS.problem != run["problem"]:
-        raise UserError(
-            f"the model was trained on problem {run['problem']!r}, not {FLAGS.problem!r} "
-            "(--problem); drop --problem or decode a model of that problem."
-        )
+    """The trained problem, or None if it is not registered."""
     if run["problem"].removesuffix("_rev") not in registry.list_problems():
         return None
     return registry.problem(run["problem"])
-
-
-def _settings(translator: Translator) -> str:
-    h = translator.hparams
-    return f"beam {h.beam_size}, alpha {h.alpha}, extra length {h.extra_length}"
 
 
 def _default_output(translator: Translator, hparams_set: str | None) -> str:

@@ -7,8 +7,10 @@ Exports the newest checkpoint of --output_dir (or --checkpoint_path) into a
 new version directory --export_dir/<Unix time>; an existing version is never
 replaced. The SavedModel's serving_default signature takes `inputs`, a batch
 of strings, and returns `outputs` (the translations) and `scores`; the
-tokenizer and the XLA-compiled beam search are inside it, so serving needs
-TensorFlow and tensorflow_text only.
+tokenizer and the beam search are inside it, so serving needs TensorFlow and
+tensorflow_text only. tensor2tensor's --problem, --model, --hparams_set,
+--hparams and --data_dir are accepted and checked against what the model was
+trained with.
 """
 
 from __future__ import annotations
@@ -17,54 +19,45 @@ import os
 
 from absl import flags
 
-from t2t_keras.bin import common
+from t2t_keras.bin import common, trained_model
 from t2t_keras.decoding.decode_hparams import SEARCH_SETTINGS, DecodeHParams
-from t2t_keras.decoding.export import export_translator
-from t2t_keras.errors import UserError
-from t2t_keras.run.loading import load_trained
 
-common.define_flags(with_model=False)
-common.define_checkpoint_flags()
+trained_model.define_flags(
+    "If given, it must hold the vocabularies the model was trained with (checked); the "
+    "export itself uses their copies in the training directory."
+)
 flags.DEFINE_string(
     "export_dir", None, "Directory of the exported versions; default: <output_dir>/export."
 )
 flags.DEFINE_string(
     "decode_hparams",
     "",
-    "Search settings of the exported model, comma-separated name=value among beam_size, "
-    "alpha, extra_length (default: the hparams set's), min_length (1), stopping (first_k or "
-    "best_possible) and return_beams (outputs and scores [B, beam_size], best first).",
+    "Search settings of the exported model, comma-separated name=value (unset ones: the "
+    "hparams set's); with return_beams, outputs and scores are [B, beam_size], best first:\n"
+    + "\n".join(
+        line
+        for line in DecodeHParams.help_text().splitlines()
+        if line.split()[0] in SEARCH_SETTINGS
+    ),
 )
 FLAGS = flags.FLAGS
-
-_EXPORTED = SEARCH_SETTINGS
-
-
-def _search_settings() -> DecodeHParams:
-    """--decode_hparams, refusing the settings that only t2t-decoder's file decoding has."""
-    settings = DecodeHParams().override(FLAGS.decode_hparams)
-    others = [
-        name
-        for name, value in settings.values().items()
-        if name not in _EXPORTED and value != getattr(DecodeHParams(), name)
-    ]
-    if others:
-        raise UserError(
-            f"--decode_hparams sets {', '.join(others)}, which an exported model does not "
-            f"have; it takes {', '.join(_EXPORTED)}."
-        )
-    return settings
 
 
 def main() -> int:
     if common.start():
         return 0
-    settings = _search_settings()
+    from t2t_keras.decoding.export import check_exportable, export_translator
+
+    settings = trained_model.decode_settings()
+    check_exportable(settings)
     if not FLAGS.output_dir and not FLAGS.checkpoint_path:
         common.required("output_dir", "the training directory whose checkpoint is exported")
-    trained = load_trained(FLAGS.output_dir, FLAGS.checkpoint_path)
+    trained = trained_model.load()
     export_dir = FLAGS.export_dir or os.path.join(trained.run_dir, "export")
-    version_dir = export_translator(trained, export_dir, settings)
+    _, jit_compile = common.xla_arguments()
+    version_dir = export_translator(
+        trained, export_dir, settings.resolved(trained.hparams), jit_compile
+    )
     print(version_dir)
     print(
         "Load it with (tensorflow_text registers the tokenizer ops): import tensorflow as tf, "

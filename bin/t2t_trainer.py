@@ -1,4 +1,4 @@
-"""t2t-trainer: trains a registered model on a registered problem.
+r"""t2t-trainer: trains a registered model on a registered problem.
 
     t2t-trainer --problem=translate_ende_wmt_bpe37k --hparams_set=transformer_base \
         --data_dir=DATA --output_dir=TRAIN [--hparams="dropout=0.2"] [--train_steps=100000]
@@ -8,17 +8,25 @@ Rerunning the same command resumes from the newest checkpoint in --output_dir.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from absl import flags
 
 from t2t_keras import registry
 from t2t_keras.bin import common
 from t2t_keras.errors import UserError
-from t2t_keras.training import make_strategy, split_cpu
-from t2t_keras.training.config import PRECISIONS, XLA_MODES, TrainConfig
-from t2t_keras.training.strategies import STRATEGIES
-from t2t_keras.training.trainer import train
 
-common.define_flags(with_model=True)
+if TYPE_CHECKING:
+    from t2t_keras.training.config import TrainConfig
+
+# The values of training.strategies.STRATEGIES and training.config.PRECISIONS,
+# here so that flags need no TensorFlow; tests/bin checks that they agree.
+STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
+PRECISIONS = ("off", "fp16", "bf16")
+
+common.define_registry_flags()
+common.define_problem_flag()
+common.define_model_flags()
 common.define_data_flags()
 flags.DEFINE_bool(
     "generate_data",
@@ -69,12 +77,7 @@ flags.DEFINE_integer(
     "Split the CPU into this many logical devices (to try mirrored training without GPUs); "
     "0 = leave it whole.",
 )
-flags.DEFINE_enum(
-    "xla",
-    "attention",
-    XLA_MODES,
-    "attention: XLA-compiled attention cores; full: compile each replica's whole step; off.",
-)
+common.define_xla_flag("attention")
 flags.DEFINE_enum(
     "mixed_precision",
     "off",
@@ -90,6 +93,9 @@ FLAGS = flags.FLAGS
 def main() -> int:
     if common.start():
         return 0
+    from t2t_keras.training import make_strategy, split_cpu
+    from t2t_keras.training.trainer import train
+
     problem = common.resolve_problem()
     hparams = common.resolve_hparams()
     registry.model(FLAGS.model)
@@ -108,6 +114,8 @@ def main() -> int:
 
 
 def _config() -> TrainConfig:
+    from t2t_keras.training.config import TrainConfig
+
     profile_steps = None
     if FLAGS.profile_steps:
         try:

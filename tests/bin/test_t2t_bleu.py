@@ -1,4 +1,7 @@
-"""The installed t2t-bleu: three labelled numbers equal to sacrebleu's; bad input exits 2."""
+"""t2t-bleu: three labelled numbers equal to sacrebleu's; bad input exits 2.
+
+The first test runs the installed program; the others call it in-process.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import sacremoses
-from binaries import assert_user_error, run
+from binaries import assert_user_error, run, run_in_process
 from sacrebleu.metrics import BLEU
 
 SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
@@ -67,21 +70,22 @@ def test_prints_the_three_conventions(tmp_path: Path) -> None:
         "der eu-kommissar sagte,\u2028es sei gut.",
         "Im Jahr 2013 stiegen die Preise um 4,5 Prozent.",
     ]
-    assert_prints_the_library_scores(tmp_path, hypotheses, references)
+    assert_prints_the_library_scores(tmp_path, hypotheses, references, in_process=False)
 
 
 def assert_prints_the_library_scores(
-    tmp_path: Path, hypotheses: list[str], references: list[str]
+    tmp_path: Path, hypotheses: list[str], references: list[str], in_process: bool = True
 ) -> None:
     """t2t-bleu on files of these lines prints what sacrebleu/sacremoses give directly."""
     (tmp_path / "hyp.de").write_text("\n".join(hypotheses) + "\n", encoding="utf-8")
     (tmp_path / "ref.de").write_text("\n".join(references) + "\n", encoding="utf-8")
-    result = run(
+    result = (run_in_process if in_process else run)(
         "t2t-bleu",
         f"--translation={tmp_path / 'hyp.de'}",
         f"--reference={tmp_path / 'ref.de'}",
         "--language=de",
     )
+    assert in_process or result.stderr == "", result.stderr  # No TensorFlow start-up lines.
     assert printed_scores(result) == expected_scores(hypotheses, references, "de")
 
 
@@ -112,7 +116,7 @@ def test_bad_files_exit_2(tmp_path: Path, content: bytes | None, fragments: list
     name = "missing.de" if content is None else "bad.de"
     if content is not None:
         (tmp_path / name).write_bytes(content)
-    result = run(
+    result = run_in_process(
         "t2t-bleu", f"--translation={tmp_path / name}", f"--reference={tmp_path / 'ref.de'}"
     )
     assert_user_error(result, *fragments)
@@ -120,5 +124,5 @@ def test_bad_files_exit_2(tmp_path: Path, content: bytes | None, fragments: list
 
 def test_missing_flag_exits_2(tmp_path: Path) -> None:
     (tmp_path / "hyp.de").write_text("eins\n", encoding="utf-8")
-    result = run("t2t-bleu", f"--translation={tmp_path / 'hyp.de'}")
+    result = run_in_process("t2t-bleu", f"--translation={tmp_path / 'hyp.de'}")
     assert_user_error(result, "--reference is required")

@@ -10,12 +10,15 @@ import time
 from pathlib import Path
 
 import numpy as np
-from binaries import assert_user_error, run
+import pytest
+from binaries import assert_user_error, run, run_in_process
 from eos_first import make_eos_first
 
 from t2t_keras.data.ids import EOS_ID, PAD_ID
 from t2t_keras.decoding import Decoder
+from t2t_keras.decoding.decode_hparams import DecodeHParams
 from t2t_keras.decoding.export import export_translator
+from t2t_keras.errors import UserError
 from t2t_keras.run.loading import TrainedModel, load_trained
 
 LOADER = Path(__file__).with_name("load_exported.py")
@@ -85,7 +88,9 @@ def test_saved_model_translates_like_decoder_without_the_project(
     np.testing.assert_allclose(exported["scores"], expected_scores, atol=1e-4)
 
 
-def test_exporter_writes_a_new_version(trained_dir: Path, tmp_path: Path) -> None:
+def test_exporter_writes_a_new_version(
+    trained_dir: Path, number_words_data: Path, tmp_path: Path
+) -> None:
     export_dir = tmp_path / "export"
     start = int(time.time())
     result = run(
@@ -93,6 +98,11 @@ def test_exporter_writes_a_new_version(trained_dir: Path, tmp_path: Path) -> Non
         f"--output_dir={trained_dir}",
         f"--export_dir={export_dir}",
         "--decode_hparams=beam_size=2, alpha=0.5,extra_length=10",
+        # What a tensor2tensor user passes: accepted, as it agrees with the training.
+        f"--data_dir={number_words_data}",
+        "--problem=translate_number_words_en_de",
+        "--model=transformer",
+        "--hparams_set=transformer_tiny",
     )
     assert result.returncode == 0, result.stderr
     lines = result.stdout.strip().splitlines()
@@ -103,17 +113,39 @@ def test_exporter_writes_a_new_version(trained_dir: Path, tmp_path: Path) -> Non
     assert list(export_dir.iterdir()) == [version_dir]
     assert 'signatures["serving_default"]' in lines[1] and "tensorflow_text" in lines[1]
     assert not (trained_dir / "export").exists()
+    assert "absl::InitializeLog" not in result.stderr and "oneDNN" not in result.stderr
 
 
 def test_exporter_bad_input_exits_2(trained_dir: Path, tmp_path: Path) -> None:
-    missing = run("t2t-exporter", f"--checkpoint_path={trained_dir / 'ckpt-999'}")
+    missing = run_in_process("t2t-exporter", f"--checkpoint_path={trained_dir / 'ckpt-999'}")
     assert_user_error(missing, "ckpt-999 does not exist")
-    unknown = run(
+    unknown = run_in_process(
         "t2t-exporter", f"--output_dir={trained_dir}", "--decode_hparams=beam_size=4,beam=2"
     )
     assert_user_error(unknown, "Unknown hparam 'beam'", "beam_size")
-    file_only = run("t2t-exporter", f"--output_dir={trained_dir}", "--decode_hparams=batch_size=8")
+    file_only = run_in_process(
+        "t2t-exporter", f"--output_dir={trained_dir}", "--decode_hparams=batch_size=8"
+    )
     assert_user_error(file_only, "sets batch_size, which an exported model does not have")
+    # tensor2tensor's flags are checked against what the model was trained with.
+    for flag, fragments in [
+        (f"--data_dir={tmp_path}", ["vocabulary vocab.translate_number_words_en_de.model"]),
+        ("--problem=algorithmic_copy_decimal", ["not 'algorithmic_copy_decimal' (--problem)"]),
+        ("--hparams_set=transformer_big", ["'transformer_tiny'", "'transformer_big'"]),
+        ("--hparams=d_model=128", ["d_model=64", "cannot change"]),
+    ]:
+        result = run_in_process("t2t-exporter", f"--output_dir={trained_dir}", flag)
+        assert_user_error(result, *fragments)
+    assert not list(tmp_path.iterdir())
+
+
+def test_export_refuses_file_decoding_settings(trained_dir: Path, tmp_path: Path) -> None:
+    trained = load_trained(str(trained_dir))
+    with pytest.raises(UserError, match="sets write_beam_scores, num_samples, which an exported"):
+        export_translator(
+            trained, str(tmp_path), DecodeHParams(num_samples=3, write_beam_scores=True)
+        )
+    assert not list(tmp_path.iterdir())
 
 
 def test_saved_model_gives_no_empty_output_for_a_non_empty_input(

@@ -1,0 +1,81 @@
+"""Keeping TensorFlow's C++ start-up notices off the terminal unless they are asked for.
+
+Loading TensorFlow's libraries logs notices (oneDNN, CUDA probing) before
+TensorFlow reads TF_CPP_MIN_LOG_LEVEL, so that variable alone cannot hold
+them back. The binaries therefore import TensorFlow with stderr held: the
+C++ log lines below the level are dropped, everything else is written out
+as it came, in order.
+
+TensorFlow's Python logger is kept to warnings and errors too: its INFO
+lines (checkpoint sharding times, SavedModel asset paths) would bury the
+programs' own progress lines.
+
+A user who sets TF_CPP_MIN_LOG_LEVEL gets that level, for the start-up
+lines too; one who raises --verbosity gets TensorFlow's own defaults.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import re
+import sys
+import tempfile
+from collections.abc import Iterator
+
+LEVEL_VARIABLE = "TF_CPP_MIN_LOG_LEVEL"
+QUIET_LEVEL = 3  # Fatal errors only: TensorFlow's errors come back as Python exceptions.
+
+# An absl C++ log line: severity, date, time (its seconds unformatted before absl
+# starts), thread, C++ file:line]. absl's Python lines look alike, from .py files.
+_LOG_LINE = re.compile(r"([IWEF])\d{4} \d\d:\d\d:\d+\.\d+ +\d+ \S+\.(cc|cpp|h):\d+\] ")
+_SEVERITIES = "IWEF"
+_PREINIT_NOTICE = "WARNING: All log messages before absl::InitializeLog() is called"
+
+
+def import_tensorflow(verbose: bool) -> None:
+    """Imports TensorFlow, dropping its start-up lines below TF_CPP_MIN_LOG_LEVEL.
+
+    Also sets the level of TensorFlow's Python logger: WARNING, or, verbose,
+    what the root logger lets through.
+
+    Args:
+      verbose: the user raised --verbosity: TF_CPP_MIN_LOG_LEVEL is left
+        unset and TensorFlow prints what it prints by default.
+    """
+    if "tensorflow" not in sys.modules and not (verbose and LEVEL_VARIABLE not in os.environ):
+        level = os.environ.setdefault(LEVEL_VARIABLE, str(QUIET_LEVEL))
+        with _stderr_without_logs_below(int(level) if level.isdecimal() else 0):
+            import tensorflow  # noqa: F401
+    logging.getLogger("tensorflow").setLevel(logging.NOTSET if verbose else logging.WARNING)
+
+
+def is_hidden(line: str, min_level: int) -> bool:
+    """Whether a line of TensorFlow's start-up output falls below min_level (0-3)."""
+    if min_level > 0 and line.startswith(_PREINIT_NOTICE):
+        return True
+    match = _LOG_LINE.match(line)
+    return bool(match) and _SEVERITIES.index(match.group(1)) < min_level
+
+
+@contextlib.contextmanager
+def _stderr_without_logs_below(min_level: int) -> Iterator[None]:
+    """Holds what is written to file descriptor 2, then writes out the lines kept."""
+    if min_level == 0:
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as held:
+        os.dup2(held.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            held.seek(0)
+            lines = held.read().decode("utf-8", errors="replace").splitlines(keepends=True)
+            sys.stderr.write("".join(line for line in lines if not is_hidden(line, min_level)))
+            sys.stderr.flush()
