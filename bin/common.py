@@ -110,14 +110,18 @@ def generate_data(problem: Problem) -> None:
     problem.generate_data(os.path.expanduser(data_dir), os.path.expanduser(FLAGS.tmp_dir))
 
 
-def run(main: Callable[[], int | None]) -> NoReturn:
-    """Runs `main` as an absl program; user errors exit with status 2."""
+def run(main: Callable[[], int | None], uses_tensorflow: bool = True) -> NoReturn:
+    """Runs `main` as an absl program; user errors exit with status 2.
+
+    TensorFlow is imported (quietly) before `main` unless it does not use it.
+    """
     _show_in_help(main.__module__)
 
     def absl_main(argv: list[str]) -> int | None:
         if len(argv) > 1:
             fail(f"unexpected arguments {' '.join(argv[1:])!r}; every option is a --flag.")
-        tensorflow_logs.import_tensorflow(verbose=FLAGS.verbosity > 0)
+        if uses_tensorflow:
+            tensorflow_logs.import_tensorflow(verbose=FLAGS.verbosity > 0)
         try:
             return main()
         except UserError as error:

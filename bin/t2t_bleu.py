@@ -42,7 +42,7 @@ def main() -> int:
 
 def run() -> None:
     """Console entry point."""
-    common.run(main)
+    common.run(main, uses_tensorflow=False)
 
 
 if __name__ == "__main__":

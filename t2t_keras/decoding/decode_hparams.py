@@ -20,7 +20,8 @@ from t2t_keras.hparam import HParams
 # The settings of the search itself (Decoder's keyword arguments); the rest
 # are t2t-decoder's batching and writing.
 SEARCH_SETTINGS = ("beam_size", "alpha", "extra_length", "return_beams", "min_length", "stopping")
-# The search's stopping rules (search.STOPPING_RULES; tests check they agree).
+# The beam search's stopping rules (see `search.beam_search`); defined here, where
+# no TensorFlow is needed to check a --decode_hparams.
 STOPPING_RULES = ("first_k", "best_possible")
 # The search settings that come from the model's hparams when unset.
 _FROM_MODEL = ("beam_size", "alpha", "extra_length")

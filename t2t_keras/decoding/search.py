@@ -38,10 +38,10 @@ from typing import Any
 import tensorflow as tf
 
 from t2t_keras.data.ids import EOS_ID, PAD_ID
+from t2t_keras.decoding.decode_hparams import STOPPING_RULES
 
 StepFunction = Callable[[Any, tf.Tensor, tf.Tensor], tuple[tf.Tensor, Any]]
 NEG_INF = float("-inf")
-STOPPING_RULES = ("first_k", "best_possible")
 
 
 def length_penalty(length: tf.Tensor, alpha: float) -> tf.Tensor:

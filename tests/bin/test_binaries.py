@@ -24,7 +24,7 @@ START_UP_NOISE = ("absl::InitializeLog", "oneDNN custom operations", "cuda drive
 
 _HELP_WITHOUT_TENSORFLOW = """
 import sys
-sys.argv = [{binary!r}, "--help"]
+sys.argv = [{binary!r}, *{arguments!r}]
 from t2t_keras.bin import {module} as binary
 try:
     binary.run()
@@ -39,12 +39,26 @@ sys.exit(code if not loaded else 3)
 @pytest.mark.parametrize("binary", [*BINARIES, "t2t-bleu"])
 def test_help_imports_no_tensorflow(binary: str) -> None:
     module = binary.replace("-", "_")
-    program = _HELP_WITHOUT_TENSORFLOW.format(binary=binary, module=module)
+    program = _HELP_WITHOUT_TENSORFLOW.format(binary=binary, module=module, arguments=["--help"])
     result = subprocess.run(
         [sys.executable, "-c", program], capture_output=True, text=True, timeout=60
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith(f"{binary}: "), result.stdout[:200]
+    assert result.stderr.strip() == "loaded: []", result.stderr
+
+
+def test_bleu_scores_without_tensorflow(tmp_path: Path) -> None:
+    (tmp_path / "hyp.txt").write_text("the cat sat on the mat\n", encoding="utf-8")
+    arguments = [f"--translation={tmp_path / 'hyp.txt'}", f"--reference={tmp_path / 'hyp.txt'}"]
+    program = _HELP_WITHOUT_TENSORFLOW.format(
+        binary="t2t-bleu", module="t2t_bleu", arguments=arguments
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("= 100.00") == 3, result.stdout
     assert result.stderr.strip() == "loaded: []", result.stderr
 
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from t2t_keras.data.ids import EOS_ID
-from t2t_keras.decoding import Decoder, search
-from t2t_keras.decoding.decode_hparams import STOPPING_RULES, DecodeHParams
+from t2t_keras.decoding import Decoder
+from t2t_keras.decoding.decode_hparams import DecodeHParams
 from t2t_keras.decoding.translate import Translation, Translator, bucket_width
 from t2t_keras.errors import UserError
 from t2t_keras.problems.number_words import english, german
@@ -36,10 +36,6 @@ def test_settings_default_to_the_hparams_set(trained: TrainedModel) -> None:
     assert settings.resolved(trained.hparams) == settings
     translator = Translator(trained.model, trained.vocabs, settings)
     assert translator.hparams == settings
-
-
-def test_stopping_rules_are_the_searchs() -> None:
-    assert STOPPING_RULES == search.STOPPING_RULES
 
 
 def test_outputs_in_input_order_with_blank_lines_kept(trained: TrainedModel) -> None:
