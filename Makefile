@@ -29,8 +29,10 @@ demo: $(VENV)/.installed
 		--random_seed=1
 	$(BIN)/t2t-decoder --output_dir=$(DEMO_DIR)/train --decode_to_file=$(DEMO_DIR)/test.decodes
 
+# One pytest worker per core (pytest-xdist): most tests wait on tracing and
+# compiling, which is single-threaded.
 test: $(VENV)/.installed-test lint
-	$(BIN)/pytest
+	$(BIN)/pytest -n auto
 
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check .

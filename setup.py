@@ -48,7 +48,13 @@ setup(
         "matplotlib>=3.8",
     ],
     extras_require={
-        "test": ["pytest>=8", "hypothesis>=6.100", "ruff==0.17.6", "mypy==2.4.1"],
+        "test": [
+            "pytest>=8",
+            "pytest-xdist>=3.6",
+            "hypothesis>=6.100",
+            "ruff==0.17.6",
+            "mypy==2.4.1",
+        ],
         # The PyTorch baseline of benchmarks/peers_multi30k.py; never needed by the tests.
         # On a CPU-only machine install a CPU build of torch first.
         "peers": ["torch>=2.6", "transformers>=5.23,<6"],

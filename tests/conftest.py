@@ -6,7 +6,10 @@ The CPU is split into two logical devices for the whole session.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import itertools
+import os
 import sys
 import textwrap
 from collections.abc import Callable, Iterator
@@ -61,12 +64,31 @@ NUMBER_WORDS = "translate_number_words_en_de"
 TRAINED_STEPS = 200
 
 
+@contextlib.contextmanager
+def built_once(tmp_path_factory: pytest.TempPathFactory, name: str) -> Iterator[Path | None]:
+    """A directory built once per test run, also when pytest-xdist runs several workers.
+
+    Yields the directory's path if the caller must build it (it is locked from
+    the other workers meanwhile), else None; the directory is then complete.
+    """
+    root = _shared_root(tmp_path_factory)
+    done = root / f"{name}.done"
+    with open(root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if done.exists():
+            yield None
+            return
+        yield root / name
+        done.touch()
+
+
 @pytest.fixture(scope="session")
 def number_words_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """data_dir holding the vocabulary and shards of translate_number_words_en_de."""
-    root = tmp_path_factory.mktemp("number_words")
-    registry.problem(NUMBER_WORDS).generate_data(str(root / "data"), str(root / "tmp"))
-    return root / "data"
+    with built_once(tmp_path_factory, "number_words") as root:
+        if root is not None:
+            registry.problem(NUMBER_WORDS).generate_data(str(root / "data"), str(root / "tmp"))
+    return _shared_root(tmp_path_factory) / "number_words" / "data"
 
 
 @pytest.fixture(scope="session")
@@ -75,12 +97,24 @@ def trained_dir(number_words_data: Path, tmp_path_factory: pytest.TempPathFactor
 
     Treat it as read-only: tests that change a training directory copy it first.
     """
+    with built_once(tmp_path_factory, "trained") as root:
+        if root is not None:
+            _train_tiny(number_words_data, root / "train")
+    return _shared_root(tmp_path_factory) / "trained" / "train"
+
+
+def _shared_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The run's base temporary directory; under pytest-xdist, the workers' common parent."""
+    root = tmp_path_factory.getbasetemp()
+    return root.parent if os.environ.get("PYTEST_XDIST_WORKER") else root
+
+
+def _train_tiny(data_dir: Path, output_dir: Path) -> None:
     from t2t_keras.hparams.transformer import transformer_tiny
     from t2t_keras.training import make_strategy
     from t2t_keras.training.config import TrainConfig
     from t2t_keras.training.trainer import train
 
-    output_dir = tmp_path_factory.mktemp("trained") / "train"
     config = TrainConfig(
         train_steps=TRAINED_STEPS,
         eval_steps=0,
@@ -93,10 +127,9 @@ def trained_dir(number_words_data: Path, tmp_path_factory: pytest.TempPathFactor
         registry.problem(NUMBER_WORDS),
         "transformer",
         transformer_tiny(),
-        str(number_words_data),
+        str(data_dir),
         str(output_dir),
         make_strategy("one_device"),
         config,
         hparams_set="transformer_tiny",
     )
-    return output_dir

@@ -21,10 +21,10 @@ from t2t_keras.training.evaluation import Evaluator
 from t2t_keras.training.trainer import train
 
 # What transformer_tiny reaches on translate_number_words_en_de in STEPS steps
-# (batch 2048 tokens, seed 1): measured 0.997 per-token dev accuracy and most
-# dev numbers translated exactly; the bounds leave a wide margin.
+# (batch 2048 tokens, seed 1): measured 0.957 per-token dev accuracy and 0.89
+# of 200 dev numbers translated exactly; the bounds leave a margin.
 PROBLEM = "translate_number_words_en_de"
-STEPS = 300
+STEPS = 200
 MIN_ACCURACY = 0.90
 MIN_EXACT_MATCH = 0.5
 
@@ -72,7 +72,7 @@ def test_transformer_tiny_learns_number_words(number_words_data: Path, tmp_path:
     # The last two checkpoints averaged beside them, as t2t-avg-checkpoints writes it.
     assert result.averaged_checkpoint == str(tmp_path / "averaged" / f"ckpt-{STEPS}")
     averaged = json.loads((tmp_path / "averaged" / "averaged.json").read_text())
-    assert averaged["checkpoints"] == [str(tmp_path / "ckpt-200"), str(tmp_path / "ckpt-300")]
+    assert averaged["checkpoints"] == [str(tmp_path / "ckpt-100"), str(tmp_path / "ckpt-200")]
 
 
 def test_averaging_more_checkpoints_than_kept_is_refused() -> None:
