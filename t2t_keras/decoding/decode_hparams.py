@@ -73,6 +73,12 @@ class DecodeHParams(HParams):
             self, **{name: value for name, value in unset.items() if getattr(self, name) is None}
         )
 
+    def beam_alpha_extra_length(self) -> tuple[int, float, int]:
+        """beam_size, alpha and extra_length of resolved settings (see `resolved`)."""
+        if self.beam_size is None or self.alpha is None or self.extra_length is None:
+            raise ValueError(f"{self} is not resolved: call resolved(model_hparams) first.")
+        return self.beam_size, self.alpha, self.extra_length
+
     def search_settings(self) -> dict[str, Any]:
         """The search's settings, as `Decoder`'s keyword arguments."""
         return {name: getattr(self, name) for name in SEARCH_SETTINGS}

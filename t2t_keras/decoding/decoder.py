@@ -8,6 +8,7 @@ import tensorflow as tf
 from absl import logging
 
 from t2t_keras.data.ids import EOS_ID, PAD_ID
+from t2t_keras.decoding.decode_hparams import DecodeHParams
 from t2t_keras.decoding.search import beam_search, greedy_search
 from t2t_keras.models.transformer import Transformer
 
@@ -44,12 +45,18 @@ class Decoder(tf.Module):
         jit_compile: bool = True,
     ) -> None:
         super().__init__()
-        hparams = model.hparams
+        # Unset settings are filled where t2t-decoder fills them, and checked alike.
+        settings = DecodeHParams(
+            beam_size=beam_size,
+            alpha=alpha,
+            extra_length=extra_length,
+            return_beams=return_beams,
+            min_length=min_length,
+            stopping=stopping,
+        ).resolved(model.hparams)
         self.model = model
-        self.beam_size = beam_size or hparams.beam_size
-        self.alpha = hparams.alpha if alpha is None else alpha
-        self.extra_length = hparams.extra_length if extra_length is None else extra_length
-        self.max_length = hparams.max_length
+        self.beam_size, self.alpha, self.extra_length = settings.beam_alpha_extra_length()
+        self.max_length = model.hparams.max_length
         self.num_returned = self.beam_size if return_beams else 1
         self.min_length = min_length
         self.stopping = stopping
