@@ -17,6 +17,7 @@ lines too; one who raises --verbosity gets TensorFlow's own defaults.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import re
@@ -37,8 +38,9 @@ _PREINIT_NOTICE = "WARNING: All log messages before absl::InitializeLog() is cal
 def import_tensorflow(verbose: bool) -> None:
     """Imports TensorFlow, dropping its start-up lines below TF_CPP_MIN_LOG_LEVEL.
 
-    Also sets the level of TensorFlow's Python logger: WARNING, or, verbose,
-    what the root logger lets through.
+    Also sets the level of TensorFlow's Python logger, and of TensorFlow's and
+    Keras's lines through absl: WARNING, or, verbose, what the root logger lets
+    through.
 
     Args:
       verbose: the user raised --verbosity: TF_CPP_MIN_LOG_LEVEL is left
@@ -49,6 +51,26 @@ def import_tensorflow(verbose: bool) -> None:
         with _stderr_without_logs_below(int(level) if level.isdecimal() else 0):
             import tensorflow  # noqa: F401
     logging.getLogger("tensorflow").setLevel(logging.NOTSET if verbose else logging.WARNING)
+    absl_logger = logging.getLogger("absl")
+    if not verbose and _from_our_code_or_a_warning not in absl_logger.filters:
+        absl_logger.addFilter(_from_our_code_or_a_warning)
+
+
+def _from_our_code_or_a_warning(record: logging.LogRecord) -> bool:
+    """Keeps absl log records of ours, and TensorFlow's and Keras's from WARNING up.
+
+    Some TensorFlow modules log INFO lines through absl itself (checkpoint
+    sharding times), not through TensorFlow's logger.
+    """
+    return record.levelno >= logging.WARNING or not record.pathname.startswith(_theirs())
+
+
+@functools.cache
+def _theirs() -> tuple[str, ...]:
+    """The directories of the installed tensorflow and keras packages."""
+    packages = [sys.modules.get(name) for name in ("tensorflow", "keras")]
+    files = [getattr(package, "__file__", None) for package in packages]
+    return tuple(os.path.dirname(file) + os.sep for file in files if file)
 
 
 def is_hidden(line: str, min_level: int) -> bool:

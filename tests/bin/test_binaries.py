@@ -19,8 +19,15 @@ import pytest
 from binaries import assert_user_error, run, run_in_process
 
 BINARIES = ["t2t-datagen", "t2t-trainer", "t2t-decoder", "t2t-avg-checkpoints", "t2t-exporter"]
-# TensorFlow's C++ start-up notices, which the programs hold back.
-START_UP_NOISE = ("absl::InitializeLog", "oneDNN custom operations", "cuda drivers", "port.cc")
+# TensorFlow's C++ start-up notices, which the programs hold back, and its INFO lines
+# through absl (a checkpoint save's sharding time).
+START_UP_NOISE = (
+    "absl::InitializeLog",
+    "oneDNN custom operations",
+    "cuda drivers",
+    "port.cc",
+    "Sharding callback duration",
+)
 
 _HELP_WITHOUT_TENSORFLOW = """
 import sys
