@@ -15,7 +15,8 @@ _MULTI_WORKER = (
 )
 _NO_TPU_LOOP = "training runs under a tf.distribute strategy (--distribution_strategy)."
 
-# Flag name -> what replaces it. Flags named here are defined by no binary.
+# Flag name -> what replaces it. Flags named here are defined by no binary; all
+# are tensor2tensor's but --noxla, which t2t-decoder took before --xla had modes.
 HINTS = {
     "problems": "give one problem with --problem.",
     "worker_gpu": "t2t-trainer takes --num_gpus (0 = every local GPU).",
@@ -33,6 +34,7 @@ HINTS = {
     "local_eval_frequency": "use --eval_every_steps and --save_checkpoints_steps.",
     "keep_checkpoint_every_n_hours": "--keep_checkpoint_max says how many are kept.",
     "xla_compile": "use --xla=full.",
+    "noxla": "--xla takes off, attention or full: use --xla=off.",
     "profile": "use --profile_steps=FIRST,LAST.",
     "dbgprofile": "use --profile_steps=FIRST,LAST.",
     "export_saved_model": "export with t2t-exporter --output_dir=TRAIN.",
@@ -59,4 +61,7 @@ HINTS = {
 def hint(flag_name: str) -> str | None:
     """What replaces tensor2tensor's --flag_name here, or None if it is no such flag."""
     found = HINTS.get(flag_name)
-    return f"(--{flag_name} is tensor2tensor's; {found})" if found else None
+    if not found:
+        return None
+    whose = "an earlier t2t-decoder's" if flag_name == "noxla" else "tensor2tensor's"
+    return f"(--{flag_name} is {whose}; {found})"

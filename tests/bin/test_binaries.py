@@ -203,6 +203,7 @@ _TRAIN = [
         ("t2t-trainer", [*_TRAIN, "--worker_gpu=8"], ["'worker_gpu'", "takes --num_gpus"]),
         ("t2t-exporter", ["--as_text"], ["'as_text'", "SavedModels are written in binary"]),
         ("t2t-bleu", ["--bleu_variant=cased"], ["prints cased and uncased BLEU together"]),
+        ("t2t-decoder", ["--noxla"], ["'noxla'", "an earlier t2t-decoder's", "use --xla=off"]),
     ],
 )
 def test_bad_input_exits_2_with_one_paragraph(
