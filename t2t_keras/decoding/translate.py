@@ -14,7 +14,6 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import numpy as np
 import tensorflow as tf
@@ -24,6 +23,7 @@ from t2t_keras.data.ids import EOS_ID, PAD_ID
 from t2t_keras.data.vocab import Vocabulary
 from t2t_keras.decoding.decode_hparams import DecodeHParams
 from t2t_keras.decoding.decoder import Decoder
+from t2t_keras.models.transformer import Transformer
 
 PROGRESS_EVERY_SECONDS = 10.0
 
@@ -70,7 +70,7 @@ class Translator:
 
     def __init__(
         self,
-        model: Any,
+        model: Transformer,
         vocabs: dict[str, Vocabulary],
         decode_hparams: DecodeHParams,
         jit_compile: bool = True,
