@@ -67,6 +67,7 @@ setup(
             "t2t-bleu=t2t_keras.bin.t2t_bleu:run",
             "t2t-avg-checkpoints=t2t_keras.bin.t2t_avg_checkpoints:run",
             "t2t-exporter=t2t_keras.bin.t2t_exporter:run",
+            "t2t-benchmark=t2t_keras.bin.t2t_benchmark:run",
         ]
     },
     classifiers=[

@@ -33,8 +33,12 @@ _HPARAMS_HELP = (
     "The fields (Transformer defaults shown; --hparams_help shows a set's values):\n"
 )
 
-# The values of TrainConfig.xla; tests/bin checks that they stay the same.
+# The values of TrainConfig.xla, training.strategies.STRATEGIES and
+# training.config.PRECISIONS, here so that flags need no TensorFlow; tests/bin
+# checks that they stay the same.
 XLA_MODES = ("off", "attention", "full")
+STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
+PRECISIONS = ("off", "fp16", "bf16")
 _XLA_HELP = (
     "XLA compilation. off: none; attention: the attention cores; full: everything, i.e. "
     "each replica's whole train step (t2t-trainer) or the whole search, encoder included "

@@ -19,10 +19,6 @@ from t2t_keras.errors import UserError
 if TYPE_CHECKING:
     from t2t_keras.training.config import TrainConfig
 
-# The values of training.strategies.STRATEGIES and training.config.PRECISIONS,
-# here so that flags need no TensorFlow; tests/bin checks that they agree.
-STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
-PRECISIONS = ("off", "fp16", "bf16")
 
 common.define_registry_flags()
 common.define_problem_flag()
@@ -66,7 +62,7 @@ flags.DEFINE_bool("deterministic", False, "Deterministic ops and input order (sl
 flags.DEFINE_enum(
     "distribution_strategy",
     "mirrored",
-    STRATEGIES,
+    common.STRATEGIES,
     "mirrored: every local GPU (or CPU device); multi_worker_mirrored: the cluster in "
     "TF_CONFIG; one_device; tpu.",
 )
@@ -81,7 +77,7 @@ common.define_xla_flag("attention")
 flags.DEFINE_enum(
     "mixed_precision",
     "off",
-    PRECISIONS,
+    common.PRECISIONS,
     "off: float32; fp16: float16 with dynamic loss scaling; bf16: bfloat16.",
 )
 flags.DEFINE_list(

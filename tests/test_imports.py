@@ -33,6 +33,7 @@ LAYERS = (
     ("t2t_keras.run",),
     ("t2t_keras.decoding",),
     ("t2t_keras.training",),
+    ("t2t_keras.benchmark",),
     ("t2t_keras.problems", "t2t_keras.hparams"),
     ("t2t_keras.catalog",),
     ("t2t_keras.bin",),

@@ -27,7 +27,7 @@ from t2t_keras.training.progress import Progress
 from t2t_keras.training.step import TrainStep
 from t2t_keras.training.strategies import is_chief, worker_id
 
-_POLICIES = {"off": "float32", "fp16": "mixed_float16", "bf16": "mixed_bfloat16"}
+POLICIES = {"off": "float32", "fp16": "mixed_float16", "bf16": "mixed_bfloat16"}
 
 
 @dataclasses.dataclass
@@ -88,7 +88,7 @@ def train(
     if chief:
         vocab_paths = {side: getattr(v, "model_path", "bytes") for side, v in encoders.items()}
         run_files.write_run(output_dir, run, hparams, vocab_paths)
-    step = _train_step(model_name, hparams, strategy, config)
+    step = build_train_step(model_name, hparams, strategy, config)
     model, optimizer = step.model, step.optimizer
     saver = CheckpointSaver(
         make_checkpoint(model, optimizer),
@@ -118,7 +118,7 @@ def train(
     return result
 
 
-def _train_step(
+def build_train_step(
     model_name: str,
     hparams: TransformerHParams,
     strategy: tf.distribute.Strategy,
@@ -130,7 +130,7 @@ def _train_step(
             model_name,
             hparams,
             use_xla=config.xla != "off",
-            dtype=_POLICIES[config.mixed_precision],
+            dtype=POLICIES[config.mixed_precision],
         )
         optimizer = optimizer_from_hparams(hparams)
         if config.mixed_precision == "fp16":

@@ -43,7 +43,7 @@ sys.exit(code if not loaded else 3)
 """
 
 
-@pytest.mark.parametrize("binary", [*BINARIES, "t2t-bleu"])
+@pytest.mark.parametrize("binary", [*BINARIES, "t2t-bleu", "t2t-benchmark"])
 def test_help_imports_no_tensorflow(binary: str) -> None:
     module = binary.replace("-", "_")
     program = _HELP_WITHOUT_TENSORFLOW.format(binary=binary, module=module, arguments=["--help"])
@@ -99,13 +99,13 @@ def test_xla_is_one_flag_with_one_meaning() -> None:
 
 
 def test_flag_values_match_the_library() -> None:
-    from t2t_keras.bin import common, t2t_trainer
+    from t2t_keras.bin import common
     from t2t_keras.training.config import PRECISIONS, XLA_MODES
     from t2t_keras.training.strategies import STRATEGIES
 
     assert sorted(common.XLA_MODES) == sorted(XLA_MODES)
-    assert sorted(t2t_trainer.PRECISIONS) == sorted(PRECISIONS)
-    assert sorted(t2t_trainer.STRATEGIES) == sorted(STRATEGIES)
+    assert sorted(common.PRECISIONS) == sorted(PRECISIONS)
+    assert sorted(common.STRATEGIES) == sorted(STRATEGIES)
 
 
 def test_registry_help_lists_the_catalog() -> None:

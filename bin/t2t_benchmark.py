@@ -1,0 +1,136 @@
+r"""t2t-benchmark: times training steps, decoding or matrix products; one JSON line each.
+
+    t2t-benchmark --mode=train --hparams_set=transformer_base --hparams=vocab_size=8000 \
+        --batch_sentences=64 --src_length=30 --tgt_length=30 --steps=5 --warmup_steps=2
+    t2t-benchmark --mode=decode --beam_size=4 --decode_batch=32 --src_length=30 \
+        --fixed_output_length=30
+    t2t-benchmark --mode=matmul
+
+Random weights and ids: no data or training directory is needed. Training and
+decoding also time a matrix product at the precision they use, the reference
+of `utilization`; --mode=matmul prints that rate for fp32 and bf16.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from absl import flags
+
+from t2t_keras.bin import common
+from t2t_keras.errors import UserError
+from t2t_keras.models.transformer_hparams import TransformerHParams
+
+MODES = ("train", "decode", "matmul")
+
+common.define_registry_flags()
+common.define_model_flags()
+FLAGS = flags.FLAGS
+FLAGS.set_default("hparams_set", "transformer_base")
+flags.DEFINE_enum("mode", "train", MODES, "What to time: training steps, decoding or matmuls.")
+flags.DEFINE_integer("batch_sentences", 64, "Training: sentence pairs per step.", lower_bound=1)
+flags.DEFINE_integer("src_length", 30, "Tokens per source sentence, EOS included.", lower_bound=2)
+flags.DEFINE_integer("tgt_length", 30, "Training: tokens per target, EOS included.", lower_bound=2)
+flags.DEFINE_integer("steps", 5, "Timed repetitions; the median is reported.", lower_bound=1)
+flags.DEFINE_integer("warmup_steps", 2, "Untimed repetitions first (tracing, compiling).")
+flags.DEFINE_enum(
+    "distribution_strategy", "one_device", common.STRATEGIES, "Training: as t2t-trainer takes it."
+)
+flags.DEFINE_integer("num_gpus", 0, "Training: local GPUs to use; 0 = all.")
+flags.DEFINE_integer("cpu_devices", 0, "Split the CPU into this many logical devices; 0 = not.")
+common.define_xla_flag("attention")
+flags.DEFINE_enum(
+    "mixed_precision", "off", common.PRECISIONS, "off: float32; fp16: float16; bf16: bfloat16."
+)
+flags.DEFINE_integer("beam_size", 4, "Decoding: hypotheses per sentence; 1 = greedy.")
+flags.DEFINE_integer("decode_batch", 32, "Decoding: sentences decoded together.", lower_bound=1)
+flags.DEFINE_integer(
+    "fixed_output_length",
+    30,
+    "Decoding: every hypothesis gets exactly this many tokens (EOS barred before), so runs "
+    "with any weights compare; at least --src_length.",
+)
+flags.DEFINE_integer("matmul_size", 2048, "Side of the square matrices multiplied.", lower_bound=1)
+
+_DEFAULT_VOCAB_SIZE = 8000  # When --hparams leaves vocab_size at 0 (take the problem's).
+
+
+def main() -> int:
+    if common.start():
+        return 0
+    from t2t_keras.benchmark import measure
+
+    if FLAGS.mode == "matmul":
+        for precision in ("off", "bf16"):
+            _print(measure.matmul(precision, FLAGS.matmul_size, FLAGS.steps, FLAGS.warmup_steps))
+        return 0
+    hparams = common.resolve_hparams()
+    if not isinstance(hparams, TransformerHParams):
+        raise UserError(f"--hparams_set={FLAGS.hparams_set} is not a Transformer's hparams set.")
+    if hparams.vocab_size == 0:
+        hparams = hparams.override(f"vocab_size={_DEFAULT_VOCAB_SIZE}")
+    rate = measure.matmul(FLAGS.mixed_precision, FLAGS.matmul_size, 3, 1)["flops_per_s"]
+    if FLAGS.mode == "train":
+        result = measure.train(
+            hparams,
+            _strategy(),
+            _train_config(),
+            FLAGS.batch_sentences,
+            FLAGS.src_length,
+            FLAGS.tgt_length,
+            FLAGS.steps,
+            FLAGS.warmup_steps,
+            rate,
+        )
+    else:
+        result = _decode(hparams, rate)
+    _print({"hparams_set": FLAGS.hparams_set, **result})
+    return 0
+
+
+def _decode(hparams: TransformerHParams, rate: float) -> dict:
+    from t2t_keras.benchmark import measure
+
+    try:
+        return measure.decode(
+            hparams,
+            FLAGS.xla,
+            FLAGS.mixed_precision,
+            FLAGS.beam_size,
+            FLAGS.decode_batch,
+            FLAGS.src_length,
+            FLAGS.fixed_output_length,
+            FLAGS.steps,
+            FLAGS.warmup_steps,
+            rate,
+        )
+    except ValueError as error:
+        raise UserError(str(error)) from None
+
+
+def _strategy() -> Any:
+    from t2t_keras.training import make_strategy, split_cpu
+
+    if FLAGS.cpu_devices:
+        split_cpu(FLAGS.cpu_devices)
+    return make_strategy(FLAGS.distribution_strategy, FLAGS.num_gpus)
+
+
+def _train_config() -> Any:
+    from t2t_keras.training.config import TrainConfig
+
+    return TrainConfig(xla=FLAGS.xla, mixed_precision=FLAGS.mixed_precision)
+
+
+def _print(measurement: dict) -> None:
+    print(json.dumps(measurement), flush=True)
+
+
+def run() -> None:
+    """Console entry point."""
+    common.run(main)
+
+
+if __name__ == "__main__":
+    run()

@@ -1,0 +1,87 @@
+"""t2t-benchmark: every mode on transformer_tiny, its JSON line, its FLOP counts."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from binaries import assert_user_error, run, run_in_process
+
+from t2t_keras.benchmark import flops
+from t2t_keras.models import TransformerHParams
+
+TINY = ["--hparams_set=transformer_tiny", "--steps=1", "--warmup_steps=1", "--matmul_size=128"]
+COMMON_KEYS = {"mode", "steps", "step_time_s", "flops_per_s", "utilization", "peak_rss_mb"}
+RATE_KEYS = {"tgt_tokens_per_s", "tokens_per_s", "sentences_per_s", "xla", "precision"}
+
+
+def measurements(stdout: str) -> list[dict]:
+    return [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
+
+
+@pytest.mark.parametrize(
+    ("mode", "shape", "expected"),
+    [
+        (
+            "train",
+            ["--batch_sentences=8", "--src_length=9", "--tgt_length=7"],
+            {"hparams_set": "transformer_tiny", "batch_sentences": 8, "src_length": 9},
+        ),
+        (
+            "decode",
+            ["--beam_size=2", "--decode_batch=3", "--src_length=6", "--fixed_output_length=8"],
+            {"beam_size": 2, "decode_batch": 3, "fixed_output_length": 8},
+        ),
+    ],
+)
+def test_train_and_decode_print_one_measurement(
+    mode: str, shape: list[str], expected: dict
+) -> None:
+    result = run_in_process("t2t-benchmark", f"--mode={mode}", *TINY, *shape)
+    assert result.returncode == 0, result.stderr
+    (measurement,) = measurements(result.stdout)
+    assert set(measurement) >= COMMON_KEYS | RATE_KEYS
+    assert {key: measurement[key] for key in expected} == expected
+    assert measurement["mode"] == mode and measurement["precision"] == "fp32"
+    assert 0.0 < measurement["utilization"] < 1.5
+    assert measurement["step_time_s"] > 0 and measurement["peak_rss_mb"] > 100
+    sentences = measurement.get("batch_sentences") or measurement["decode_batch"]
+    assert measurement["sentences_per_s"] == pytest.approx(sentences / measurement["step_time_s"])
+
+
+def test_matmul_prints_fp32_and_bf16_rates_as_a_real_program() -> None:
+    result = run("t2t-benchmark", "--mode=matmul", "--steps=2", "--matmul_size=256")
+    assert result.returncode == 0, result.stderr
+    fp32, bf16 = measurements(result.stdout)
+    assert (fp32["precision"], bf16["precision"]) == ("fp32", "bf16")
+    for measurement in (fp32, bf16):
+        assert set(measurement) >= COMMON_KEYS and measurement["matmul_size"] == 256
+        assert measurement["flops_per_s"] == pytest.approx(2 * 256**3 / measurement["step_time_s"])
+        assert 0.0 < measurement["utilization"] < 1.5
+
+
+def test_an_output_shorter_than_the_source_is_refused() -> None:
+    result = run_in_process(
+        "t2t-benchmark", "--mode=decode", *TINY, "--src_length=30", "--fixed_output_length=10"
+    )
+    assert_user_error(result, "--fixed_output_length=10 is below --src_length=30")
+
+
+# One encoder and one decoder layer, d_model 4, d_ff 8, 2 heads of depth 2, 10 words.
+SMALL = TransformerHParams().override(
+    "vocab_size=10,num_encoder_layers=1,num_decoder_layers=1,d_model=4,d_ff=8,"
+    "num_heads=2,d_k=2,d_v=2"
+)
+
+
+def test_flop_counts_by_hand() -> None:
+    # Per token: W^Q+W^O 32, W^K+W^V 32, feed-forward 64, scores and sum 8 per key.
+    # Encoder, 3 tokens: 3 * (32 + 32 + 24 + 64) = 456. Decoder, 2 tokens:
+    # 2 * (64 + 32 + 16 + 24 + 64) = 400, encoder-decoder keys/values 96;
+    # softmax projection 2 * 40 = 80. Multiply-adds 1032, FLOPs 2064.
+    assert flops.forward_flops(SMALL, 1, 3, 2) == 2064
+    assert flops.forward_flops(SMALL, 5, 3, 2) == 5 * 2064
+    assert flops.train_flops(SMALL, 1, 3, 2) == 3 * 2064
+    # Decoding 2 tokens with 2 beams: encoder and keys/values 456 + 96 once; per beam,
+    # position 1: 64 + 32 + 8 + 24 + 64 + 40 = 232, position 2: 240. 552 + 2 * 472 = 1496.
+    assert flops.decode_flops(SMALL, 1, 3, 2, 2) == 2 * 1496
