@@ -55,9 +55,10 @@ setup(
             "ruff==0.17.6",
             "mypy==2.4.1",
         ],
-        # The PyTorch baseline of benchmarks/peers_multi30k.py; never needed by the tests.
+        # The peers of benchmarks/peers_multi30k.py (Marian on PyTorch) and
+        # benchmarks/peers.py (with CTranslate2); never needed by the tests.
         # On a CPU-only machine install a CPU build of torch first.
-        "peers": ["torch>=2.6", "transformers>=5.23,<6"],
+        "peers": ["torch>=2.6", "transformers>=5.23,<6", "ctranslate2>=4.5,<5"],
     },
     entry_points={
         "console_scripts": [
