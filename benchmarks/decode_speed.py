@@ -120,9 +120,11 @@ def uncached_search(
         memory = tf.repeat(memory, beam_size, axis=0)
         memory_bias = tf.repeat(memory_bias, beam_size, axis=0)
 
-        def step(prefix, index, previous):
+        def step(prefix, index, previous, parents):
             # prefix [B * K, L] holds the tokens before index - 1, PAD after;
             # previous (PAD at index 0) goes in at index - 1.
+            if parents is not None:
+                prefix = tf.gather(prefix, parents)
             prefix += tf.one_hot(index - 1, decode_length, dtype=tf.int32) * previous[:, None]
             logits = model.decode(prefix, memory, memory_bias)  # [B * K, L, V]
             return tf.gather(logits, index, axis=1), prefix

@@ -4,10 +4,13 @@ Both run as one `tf.while_loop` over tensors of fixed shape, so a caller can
 wrap them in an XLA-compiled `tf.function` or a SavedModel signature. Shapes:
 B sentences, K beams, L output positions (tokens including EOS), V vocabulary.
 
-The step function: `step(state, index, ids [B * K]) -> (logits [B * K, V], state)`
-gives the next-token logits after `ids`, the tokens at position index - 1
-(PAD, the start symbol, at index 0). `state` is a nest of tensors with B * K
-leading rows, reordered with the beams.
+The step function: `step(state, index, ids [B * K], parents) -> (logits
+[B * K, V], state)` gives the next-token logits after `ids`, the tokens at
+position index - 1 (PAD, the start symbol, at index 0). `parents` [B * K]
+int32 says which row of the previous step each row continues (beam search
+reorders its beams), or is None when every row continues itself (greedy
+search). `state` is the step function's own: the searches only carry it, so
+the model decides what reordering costs.
 
 Rules shared by both searches:
   - PAD is never produced; sentence b gets at most max_lengths[b] tokens before
@@ -40,7 +43,7 @@ import tensorflow as tf
 from t2t_keras.data.ids import EOS_ID, PAD_ID
 from t2t_keras.decoding.decode_hparams import STOPPING_RULES
 
-StepFunction = Callable[[Any, tf.Tensor, tf.Tensor], tuple[tf.Tensor, Any]]
+StepFunction = Callable[[Any, tf.Tensor, tf.Tensor, tf.Tensor | None], tuple[tf.Tensor, Any]]
 NEG_INF = float("-inf")
 
 
@@ -100,7 +103,7 @@ def greedy_search(
         index: tf.Tensor, ids: tf.Tensor, log_probs: tf.Tensor, finished: tf.Tensor, state: Any
     ) -> tuple[Any, ...]:
         previous = _previous_tokens(ids, index)
-        logits, state = step(state, index, previous)
+        logits, state = step(state, index, previous, None)
         token_log_probs = allowed_log_probs(logits[:, tf.newaxis], index, max_lengths, min_lengths)[
             :, 0
         ]
@@ -147,7 +150,7 @@ def beam_search(
 
     Args:
       step: the step function (B * K rows, sentence-major).
-      state: its initial state, B * K rows.
+      state: its initial state.
       beam_size: K.
       decode_length: L, static.
       max_lengths: [B] int32, each below L.
@@ -170,9 +173,11 @@ def beam_search(
     first_beam_only = tf.concat([[0.0], tf.fill([beams - 1], NEG_INF)], axis=0)
 
     def body(*loop_vars: Any) -> tuple[Any, ...]:
-        index, alive_ids, alive_log_probs, finished_ids, finished_scores, done, state = loop_vars
+        index, alive_ids, alive_log_probs, finished_ids, finished_scores, done, parents, state = (
+            loop_vars
+        )
         previous = tf.reshape(_previous_tokens(alive_ids, index), [-1])
-        logits, state = step(state, index, previous)
+        logits, state = step(state, index, previous, parents)
         vocab = tf.shape(logits)[-1]
         logits = tf.reshape(logits, [batch, beams, vocab])
         log_probs = allowed_log_probs(logits, index, max_lengths, min_lengths)
@@ -192,15 +197,23 @@ def beam_search(
         # Alive: the best K extensions that did not end.
         alive_log_probs, kept = tf.math.top_k(tf.where(ends, NEG_INF, top_log_probs), k=beams)
         alive_ids = tf.gather(top_ids, kept, batch_dims=1)
-        rows = tf.reshape(
+        parents = tf.reshape(
             tf.range(batch)[:, tf.newaxis] * beams + tf.gather(origins, kept, batch_dims=1), [-1]
         )
-        state = tf.nest.map_structure(lambda tensor: tf.gather(tensor, rows), state)
         last_needed = finished_scores[:, num_returned - 1]
         done |= _sentence_done(
             index, alive_log_probs, finished_scores, last_needed, max_lengths, alpha, stopping
         )
-        return index + 1, alive_ids, alive_log_probs, finished_ids, finished_scores, done, state
+        return (
+            index + 1,
+            alive_ids,
+            alive_log_probs,
+            finished_ids,
+            finished_scores,
+            done,
+            parents,
+            state,
+        )
 
     def keep_going(*loop_vars: Any) -> tf.Tensor:
         index, done = loop_vars[0], loop_vars[5]
@@ -216,6 +229,7 @@ def beam_search(
             tf.zeros([batch, beams, decode_length], tf.int32),
             tf.fill([batch, beams], NEG_INF),
             tf.zeros([batch], tf.bool),
+            tf.range(batch * beams),
             state,
         ),
     )

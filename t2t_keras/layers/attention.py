@@ -1,21 +1,27 @@
 """Multi-head attention with separate key/value depths, an XLA-compiled core
-and a decoding cache.
+and a decoding cache shared by the beams of a sentence.
 
-Shapes: B batch, T query length, S key length, L cache length, D model width,
-H heads, K key depth per head, V value depth per head.
+Shapes: B batch (sentences when decoding), G query rows per sentence (beams,
+1 outside beam search), T query length, S key length, L cache length, D model
+width, H heads, K key depth per head, V value depth per head.
 
 Three modes, each with one return type:
   - full: `layer(query [B, T, D], memory [B, S, D], bias)` -> [B, T, D];
     memory None is self-attention (S = T). `layer.call_with_weights(...)`
     takes the same arguments and returns ([B, T, D], weights [B, H, T, S]).
   - prefill: `cache = layer.project_memory(memory [B, S, D])` once per
-    sentence, then `layer.call_cached(query [B, T, D], cache, bias)` ->
-    ([B, T, D], cache): attends to the cached keys and values, which it
-    returns unchanged (encoder-decoder attention while decoding).
-  - one step: `cache = layer.empty_cache(B, L)`, then for i = 0, 1, ...
-    `layer.call_cached(query [B, 1, D], cache, bias [B|1, 1, 1, L],
-    cache_index=i)` -> ([B, 1, D], cache with slot i holding the query's key
-    and value) (self-attention while decoding; the bias masks slots after i).
+    sentence, then `layer.call_cached(query [B * G, T, D], cache, bias)` ->
+    ([B * G, T, D], cache): the G query rows of sentence b attend to its cached
+    keys and values, which are returned unchanged (encoder-decoder attention
+    while decoding: the beams of a sentence share one copy).
+  - one step: `cache = layer.empty_cache(B, L, G)`, then for i = 0, 1, ...
+    `layer.call_cached(query [B * G, 1, D], cache, bias [B|1, 1, G, G * L],
+    cache_index=i)` -> ([B * G, 1, D], cache with slot i of row g holding the
+    key and value of query row g). Query row g of a sentence sees all G * L
+    slots of its sentence (slot c * L + l: row c's position l); the bias
+    chooses which. A beam search that reorders beams need not move the cache:
+    it unmasks, for each position, the slot of the row the beam descends
+    from (see `masks.beam_step_bias`).
 """
 
 from __future__ import annotations
@@ -160,19 +166,25 @@ class MultiHeadAttention(keras.layers.Layer):
         """Prefill or one-step mode (see the module docstring); inference only, no dropout.
 
         Args:
-          query: [B, T, D]; T = 1 with cache_index.
-          cache: {"key": [B, H, S|L, K], "value": [B, H, S|L, V]}.
-          bias: float32, broadcastable to [B, H, T, S|L], or None.
+          query: [B * G, T, D], the G rows of each sentence together; T = 1
+            with cache_index.
+          cache: prefill {"key": [B, H, S, K], "value": [B, H, S, V]}; one step
+            {"key": [B, H, G, L, K], "value": [B, H, G, L, V]}.
+          bias: float32, broadcastable to [B, H, G * T, S] (prefill) or
+            [B, H, G, G * L] (one step), or None.
           cache_index: None to attend to the cache as it is (prefill); else
-            the slot that receives the query's own key and value first.
+            the slot that receives each query row's own key and value first.
 
         Returns:
-          (output [B, T, D], the cache attended to: updated with cache_index).
+          (output [B * G, T, D], the cache attended to: updated with cache_index).
         """
         query = self._prepare(query)
         if cache_index is not None:
             cache = _write_step(cache, self.project_memory(query), cache_index)
-        output, _ = self._attend(query, cache, bias, False, False)
+            keys_values = {name: _merge_rows(tensor) for name, tensor in cache.items()}
+        else:
+            keys_values = cache
+        output, _ = self._attend(query, keys_values, bias, False, False, grouped=True)
         return output, cache
 
     def project_memory(self, memory: tf.Tensor) -> KeysValues:
@@ -183,12 +195,13 @@ class MultiHeadAttention(keras.layers.Layer):
             "value": tf.einsum("bsd,dhv->bhsv", memory, self._read(self.value_kernel)),
         }
 
-    def empty_cache(self, batch_size: int | tf.Tensor, length: int) -> KeysValues:
-        """Zeroed self-attention cache: {"key": [B, H, L, K], "value": [B, H, L, V]}."""
+    def empty_cache(self, batch_size: int | tf.Tensor, length: int, rows: int = 1) -> KeysValues:
+        """Zeroed one-step cache, `rows` query rows per sentence: [B, H, G, L, K|V]."""
         dtype = self.compute_dtype
+        shape = [batch_size, self.num_heads, rows, length]
         return {
-            "key": tf.zeros([batch_size, self.num_heads, length, self.key_depth], dtype),
-            "value": tf.zeros([batch_size, self.num_heads, length, self.value_depth], dtype),
+            "key": tf.zeros([*shape, self.key_depth], dtype),
+            "value": tf.zeros([*shape, self.value_depth], dtype),
         }
 
     def _attend(
@@ -198,15 +211,25 @@ class MultiHeadAttention(keras.layers.Layer):
         bias: tf.Tensor | None,
         training: bool,
         return_weights: bool,
+        grouped: bool = False,
     ) -> tuple[tf.Tensor, tf.Tensor | None]:
-        """query [B, T, D] -> ([B, T, D], [B, H, T, S] weights or None)."""
+        """query [B * G, T, D] -> ([B * G, T, D], [B, H, G * T, S] weights or None).
+
+        keys_values: [B, H, S, K|V]; G = 1 unless `grouped`, when it is the
+        query's rows per row of the keys.
+        """
         heads = tf.einsum("btd,dhk->bhtk", query, self._read(self.query_kernel))
+        if grouped:
+            groups = _dims(heads)[0] // _dims(keys_values["key"])[0]
+            heads = _group_rows(heads, groups)
         rate = self.dropout if training else 0.0
         seed = replica_seed(self.seed_generator) if rate > 0.0 else None
         core = _compiled_attention_core if self.use_xla else attention_core
         context, weights = core(
             heads, keys_values["key"], keys_values["value"], bias, rate, seed, return_weights
         )
+        if grouped:
+            context = _ungroup_rows(context, groups)
         return tf.einsum("bhtv,hvd->btd", context, self._read(self.output_kernel)), weights
 
     def _prepare(self, x: tf.Tensor) -> tf.Tensor:
@@ -230,7 +253,48 @@ class MultiHeadAttention(keras.layers.Layer):
 
 
 def _write_step(cache: KeysValues, step: KeysValues, index: tf.Tensor | int) -> KeysValues:
-    """Writes one position's key and value [B, H, 1, K|V] into cache slot `index`."""
-    length = tf.shape(cache["key"])[2]
-    slot = tf.one_hot(index, length, on_value=True, off_value=False)[:, tf.newaxis]  # [L, 1]
-    return {name: tf.where(slot, step[name], cache[name]) for name in ("key", "value")}
+    """Writes each row's key and value [B * G, H, 1, K|V] into slot `index` of [B, H, G, L, K|V].
+
+    A scatter of B * H * G vectors, which XLA performs in place inside the
+    decoding loop: a step costs the same at every position.
+    """
+    batch, heads, rows = _dims(cache["key"])[:3]
+    grid = tf.meshgrid(tf.range(batch), tf.range(heads), tf.range(rows), indexing="ij")
+    position = tf.fill([batch, heads, rows], tf.cast(index, tf.int32))
+    indices = tf.stack([*grid, position], axis=-1)  # [B, H, G, 4]
+    written = {}
+    for name in ("key", "value"):
+        update = tf.reshape(
+            step[name], [batch, rows, heads, _dims(step[name])[-1]]
+        )  # [B, G, H, K|V]
+        update = tf.transpose(update, [0, 2, 1, 3])
+        written[name] = tf.tensor_scatter_nd_update(cache[name], indices, update)
+    return written
+
+
+def _merge_rows(cache: tf.Tensor) -> tf.Tensor:
+    """[B, H, G, L, K] -> [B, H, G * L, K]: a sentence's slots as one key sequence."""
+    shape = _dims(cache)
+    return tf.reshape(cache, [shape[0], shape[1], shape[2] * shape[3], shape[4]])
+
+
+def _group_rows(heads: tf.Tensor, groups: int | tf.Tensor) -> tf.Tensor:
+    """[B * G, H, T, K] -> [B, H, G * T, K]: a sentence's query rows together."""
+    shape = _dims(heads)
+    grouped = tf.reshape(heads, [shape[0] // groups, groups, shape[1], shape[2], shape[3]])
+    grouped = tf.transpose(grouped, [0, 2, 1, 3, 4])
+    return tf.reshape(grouped, [shape[0] // groups, shape[1], groups * shape[2], shape[3]])
+
+
+def _ungroup_rows(context: tf.Tensor, groups: int | tf.Tensor) -> tf.Tensor:
+    """[B, H, G * T, V] -> [B * G, H, T, V], undoing `_group_rows`."""
+    shape = _dims(context)
+    split = tf.reshape(context, [shape[0], shape[1], groups, shape[2] // groups, shape[3]])
+    split = tf.transpose(split, [0, 2, 1, 3, 4])
+    return tf.reshape(split, [shape[0] * groups, shape[1], shape[2] // groups, shape[3]])
+
+
+def _dims(tensor: tf.Tensor) -> list[Any]:
+    """The shape, static where known (so graphs keep it), else dynamic."""
+    dynamic = tf.shape(tensor)
+    return [dim if dim is not None else dynamic[i] for i, dim in enumerate(tensor.shape)]

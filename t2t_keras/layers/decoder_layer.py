@@ -9,8 +9,9 @@ import tensorflow as tf
 from t2t_keras.layers.attention import KeysValues
 from t2t_keras.layers.transformer_layer import Attend, TransformerLayer
 
-# {"self": KeysValues [B, H, L, K|V], preallocated by `empty_cache`,
-#  "memory": KeysValues [B, H, S, K|V], from `project_memory`}
+# {"self": KeysValues [B, H, G, L, K|V], preallocated by `empty_cache`,
+#  "memory": KeysValues [B, H, S, K|V], from `project_memory`}, for B
+# sentences of G rows (beams) each.
 DecoderCache = dict[str, KeysValues]
 
 
@@ -19,15 +20,16 @@ class DecoderLayer(TransformerLayer):
 
     Each sub-layer sits inside a residual block. Arguments as TransformerLayer's.
     Shapes: B batch, T target length, S source length, L cache length, D model
-    width, H heads, K|V key|value depth per head. Three modes:
+    width, H heads, K|V key|value depth per head, G rows (beams) per sentence
+    while decoding. Three modes:
       - full: `layer(x [B, T, D], memory [B, S, D], self_bias, memory_bias)`
         -> [B, T, D], for training and scoring; `call_with_weights` also
         returns the attention weights.
       - prefill: `project_memory(memory)` once per sentence gives the cache's
-        encoder-decoder keys and values; `empty_cache(B, L)` its zeroed
-        self-attention slots.
-      - one step: `decode_step(x [B, 1, D], cache, ..., index)` -> ([B, 1, D],
-        cache with slot `index` written).
+        encoder-decoder keys and values, shared by a sentence's G rows;
+        `empty_cache(B, L, G)` its zeroed self-attention slots.
+      - one step: `decode_step(x [B * G, 1, D], cache, ..., index)` ->
+        ([B * G, 1, D], cache with slot `index` of every row written).
     """
 
     def build(self, x_shape: Any, memory_shape: Any = None) -> None:
@@ -91,9 +93,9 @@ class DecoderLayer(TransformerLayer):
         """Encoder-decoder keys and values of the encoder output [B, S, D], once per sentence."""
         return self.memory_attention.project_memory(memory)
 
-    def empty_cache(self, batch_size: int | tf.Tensor, length: int) -> KeysValues:
-        """Zeroed self-attention slots for L = `length` positions: [B, H, L, K|V]."""
-        return self.self_attention.empty_cache(batch_size, length)
+    def empty_cache(self, batch_size: int | tf.Tensor, length: int, rows: int = 1) -> KeysValues:
+        """Zeroed self-attention slots for L = `length` positions of G = `rows`: [B, H, G, L, K|V]."""
+        return self.self_attention.empty_cache(batch_size, length, rows)
 
     def decode_step(
         self,
@@ -106,15 +108,16 @@ class DecoderLayer(TransformerLayer):
         """Position `index` alone, attending to the cached positions before it.
 
         Args:
-          x: [B, 1, D], the layer's input at position `index`.
-          cache: {"self": [B, H, L, K|V], "memory": [B, H, S, K|V]}.
-          self_bias: [1, 1, 1, L], masking the slots after `index`.
+          x: [B * G, 1, D], the layer's input at position `index`.
+          cache: {"self": [B, H, G, L, K|V], "memory": [B, H, S, K|V]}.
+          self_bias: [B|1, 1, G, G * L], the slots each row sees (see
+            `masks.beam_step_bias`), none after `index`.
           memory_bias: [B, 1, 1, S], masking source padding.
           index: the position, a scalar below L.
 
         Returns:
-          (output [B, 1, D], the cache with this position's self-attention
-          key and value in slot `index`).
+          (output [B * G, 1, D], the cache with each row's self-attention
+          key and value for this position in its slot `index`).
         """
         x, self_cache, _ = self._sublayers(
             x,

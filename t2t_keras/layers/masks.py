@@ -27,7 +27,20 @@ def causal_bias(length: int | tf.Tensor) -> tf.Tensor:
     return ((1.0 - allowed) * MASKED)[tf.newaxis, tf.newaxis, :, :]
 
 
-def step_bias(index: int | tf.Tensor, cache_length: int) -> tf.Tensor:
-    """Masks cache slots after `index` for one decoding step: -> [1, 1, 1, L] float32."""
-    later = tf.cast(tf.range(cache_length) > index, tf.float32)
-    return (later * MASKED)[tf.newaxis, tf.newaxis, tf.newaxis, :]
+def beam_step_bias(ancestors: tf.Tensor, index: tf.Tensor | int) -> tf.Tensor:
+    """Masks a sentence's pooled one-step cache down to each beam's own history.
+
+    Args:
+      ancestors: [B, G, L] int: for beam g of sentence b and position l, the
+        row (0..G-1) whose cache slot l holds that beam's key and value.
+      index: the position being decoded; slots after it are masked.
+
+    Returns:
+      [B, 1, G, G * L] float32: query row g may see slot c * L + l only where
+      ancestors[b, g, l] == c and l <= index.
+    """
+    rows, length = ancestors.shape[1], ancestors.shape[2]
+    owner = tf.equal(ancestors[:, :, tf.newaxis, :], tf.range(rows)[:, tf.newaxis])  # [B, G, G, L]
+    allowed = tf.logical_and(owner, tf.range(length) <= index)
+    bias = tf.where(allowed, 0.0, MASKED)
+    return tf.reshape(bias, [-1, 1, rows, rows * length])

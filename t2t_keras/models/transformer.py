@@ -16,16 +16,19 @@ import tensorflow as tf
 from t2t_keras import registry
 from t2t_keras.errors import UserError
 from t2t_keras.layers import DecoderLayer, EncoderLayer, LearnedPositions, ScaledEmbedding
-from t2t_keras.layers.attention import KeysValues
 from t2t_keras.layers.dropout import Dropout
-from t2t_keras.layers.masks import causal_bias, padding_bias, step_bias
+from t2t_keras.layers.masks import beam_step_bias, causal_bias, padding_bias
 from t2t_keras.layers.position import sinusoid
 from t2t_keras.models.transformer_hparams import TransformerHParams
 
-# {"layer_i": the self-attention cache of decoder layer i}
-DecodingState = dict[str, KeysValues]
-# state, index, ids [B] -> (logits [B, vocab] float32, new state)
-StepFunction = Callable[[DecodingState, tf.Tensor, tf.Tensor], tuple[tf.Tensor, DecodingState]]
+# {"layer_i": the self-attention cache of decoder layer i, "ancestors": [B, K, L]
+# int32, the beam whose cache slot holds each position of each beam's history}
+DecodingState = dict[str, Any]
+# state, index, ids [B * K], parents [B * K] or None -> (logits [B * K, vocab]
+# float32, new state); see `Transformer.start_decoding`.
+StepFunction = Callable[
+    [DecodingState, tf.Tensor, tf.Tensor, tf.Tensor | None], tuple[tf.Tensor, DecodingState]
+]
 
 
 @registry.register_model
@@ -234,31 +237,43 @@ class Transformer(keras.Model):
         Args:
           inputs: [B, S] ids.
           cache_length: L, the most positions that will be decoded.
-          beam_size: K; the encoder's output is repeated K times per sentence.
+          beam_size: K rows (beams) per sentence, rows b * K .. b * K + K - 1.
 
         Returns:
-          (state, step): state holds the per-layer self-attention caches
-          [B * K, H, L, K|V], zeroed; `step(state, index, ids [B * K])`
-          returns (logits [B * K, vocab] float32, new state) for position `index`.
+          (state, step). `step(state, index, ids [B * K], parents)` returns
+          (logits [B * K, vocab] float32, new state) for position `index`,
+          where ids are the tokens at index - 1 and parents [B * K] int32 the
+          row each beam continues (beam search's reordering; None: each row
+          continues itself). Nothing of size L is copied to reorder beams:
+          the K beams of a sentence share their self-attention slots, each
+          row writes its own, and the state's "ancestors" table, which
+          follows the reordering, says whose slots each beam attends to. The
+          encoder's keys and values are computed once per sentence, not per beam.
         """
         self._build_if_needed()
         memory, memory_bias = self.encode(inputs)
-        memory = tf.repeat(memory, beam_size, axis=0)
-        memory_bias = tf.repeat(memory_bias, beam_size, axis=0)
-        batch = tf.shape(memory)[0]
+        batch = tf.shape(memory)[0] if memory.shape[0] is None else memory.shape[0]
         # Encoder-decoder keys and values, the same at every step: outside the state.
         memory_caches = [layer.project_memory(memory) for layer in self.decoder_layers]
-        state = {
-            f"layer_{i}": layer.empty_cache(batch, cache_length)
+        state: DecodingState = {
+            f"layer_{i}": layer.empty_cache(batch, cache_length, beam_size)
             for i, layer in enumerate(self.decoder_layers)
         }
+        state["ancestors"] = tf.zeros([batch, beam_size, cache_length], tf.int32)
+        own_row = tf.range(beam_size)[tf.newaxis, :, tf.newaxis]
 
         def step(
-            state: DecodingState, index: tf.Tensor, ids: tf.Tensor
+            state: DecodingState, index: tf.Tensor, ids: tf.Tensor, parents: tf.Tensor | None
         ) -> tuple[tf.Tensor, DecodingState]:
+            ancestors = state["ancestors"]
+            if parents is not None:
+                flat = tf.reshape(ancestors, [-1, cache_length])
+                ancestors = tf.reshape(tf.gather(flat, parents), tf.shape(ancestors))
+            # Position index of every beam is written by the beam's own row.
+            ancestors = tf.where(tf.range(cache_length) == index, own_row, ancestors)
+            self_bias = beam_step_bias(ancestors, index)
             x = self._embed(self.target_embedding, ids[:, tf.newaxis], 1, index, False)
-            self_bias = step_bias(index, cache_length)
-            new_state = {}
+            new_state = {"ancestors": ancestors}
             for i, layer in enumerate(self.decoder_layers):
                 cache = {"self": state[f"layer_{i}"], "memory": memory_caches[i]}
                 x, cache = layer.decode_step(x, cache, self_bias, memory_bias, index)

@@ -114,7 +114,7 @@ def strip(ids: np.ndarray) -> list[int]:
     return ids[: ids.index(EOS_ID) + 1]
 
 
-def table_step(state, index, previous):
+def table_step(state, index, previous, parents=None):
     """A hand-written next-token distribution over PAD, EOS, 2, 3, 4.
 
     First token: EOS 0.4, "2" 0.35, "3" 0.25. After "2": EOS 0.9. Alone, EOS

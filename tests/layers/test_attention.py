@@ -7,7 +7,7 @@ import tensorflow as tf
 
 from t2t_keras.layers import MultiHeadAttention, attention_core
 from t2t_keras.layers.attention import _compiled_attention_core
-from t2t_keras.layers.masks import causal_bias, padding_bias, step_bias
+from t2t_keras.layers.masks import beam_step_bias, causal_bias, padding_bias
 
 
 def make_layer(use_xla: bool = True, **overrides) -> MultiHeadAttention:
@@ -96,7 +96,7 @@ def test_each_mode_returns_one_type() -> None:
     assert cached.shape == (2, 3, 8) and cache is prefilled  # Prefill: the cache stays.
     step, cache = layer.call_cached(query[:, :1], layer.empty_cache(2, 4), cache_index=0)
     assert step.shape == (2, 1, 8) and set(cache) == {"key", "value"}
-    assert cache["key"].shape == (2, 2, 4, 3) and cache["value"].shape == (2, 2, 4, 5)
+    assert cache["key"].shape == (2, 2, 1, 4, 3) and cache["value"].shape == (2, 2, 1, 4, 5)
 
 
 def test_cached_steps_equal_full_causal_attention() -> None:
@@ -106,17 +106,52 @@ def test_cached_steps_equal_full_causal_attention() -> None:
     cache = layer.empty_cache(2, 6)
     for index in range(4):
         step, cache = layer.call_cached(
-            x[:, index : index + 1], cache, bias=step_bias(index, 6), cache_index=index
+            x[:, index : index + 1], cache, bias=one_row_bias(index, 6), cache_index=index
         )
         np.testing.assert_allclose(step[:, 0], full[:, index], atol=1e-5)
     # Slots 0..3 hold the keys of the four positions, the rest are still zero.
-    np.testing.assert_allclose(cache["key"][:, :, :4], layer.project_memory(x)["key"], atol=1e-6)
-    assert not np.any(cache["key"][:, :, 4:])
+    keys = cache["key"][:, :, 0]
+    np.testing.assert_allclose(keys[:, :, :4], layer.project_memory(x)["key"], atol=1e-6)
+    assert not np.any(keys[:, :, 4:])
+
+
+def one_row_bias(index: int, length: int) -> tf.Tensor:
+    """The one-step bias of sentences with a single row (greedy search)."""
+    return beam_step_bias(tf.zeros([1, 1, length], tf.int32), index)
+
+
+def test_beams_sharing_a_cache_see_only_their_own_history() -> None:
+    # Two sentences of two beams each. Every step each beam's next input comes
+    # from a chosen parent row; the cache is never reordered, the ancestry is.
+    layer = make_layer()
+    steps, rows, length = 4, 2, 5
+    inputs = tf.random.normal([steps, 2 * rows, 8])
+    parents = [[0, 1, 2, 3], [1, 1, 3, 2], [0, 0, 2, 3], [1, 0, 3, 3]]
+    cache = layer.empty_cache(2, length, rows)
+    ancestors = tf.zeros([2, rows, length], tf.int32)
+    histories = [[] for _ in range(2 * rows)]
+    for index in range(steps):
+        order = tf.constant(parents[index])
+        flat = tf.gather(tf.reshape(ancestors, [-1, length]), order)
+        own = tf.range(rows)[tf.newaxis, :, tf.newaxis]
+        ancestors = tf.where(tf.range(length) == index, own, tf.reshape(flat, [2, rows, length]))
+        histories = [
+            histories[parent] + [inputs[index, row]] for row, parent in enumerate(parents[index])
+        ]
+        step, cache = layer.call_cached(
+            inputs[index][:, tf.newaxis], cache, beam_step_bias(ancestors, index), index
+        )
+        for row, history in enumerate(histories):
+            sequence = tf.stack(history)[tf.newaxis]  # [1, index + 1, 8]
+            full = layer(sequence, bias=causal_bias(index + 1))
+            np.testing.assert_allclose(step[row, 0], full[0, -1], atol=1e-5)
 
 
 def test_one_step_builds_an_unbuilt_layer() -> None:
     layer = make_layer()
-    step, _ = layer.call_cached(tf.ones([1, 1, 8]), layer.empty_cache(1, 2), cache_index=0)
+    step, _ = layer.call_cached(
+        tf.ones([1, 1, 8]), layer.empty_cache(1, 2), one_row_bias(0, 2), cache_index=0
+    )
     assert layer.built and step.shape == (1, 1, 8)
 
 
@@ -126,6 +161,14 @@ def test_precomputed_memory_equals_attending_to_memory() -> None:
     expected = layer(query, memory)
     output, _ = layer.call_cached(query, layer.project_memory(memory))
     np.testing.assert_allclose(output, expected, atol=1e-6)
+
+
+def test_rows_of_a_sentence_share_its_memory() -> None:
+    layer = make_layer()
+    query, memory = tf.random.normal([6, 1, 8]), tf.random.normal([2, 5, 8])
+    shared, _ = layer.call_cached(query, layer.project_memory(memory))  # 3 rows per sentence
+    repeated = layer(query, tf.repeat(memory, 3, axis=0))
+    np.testing.assert_allclose(shared, repeated, atol=1e-6)
 
 
 def test_config_round_trip() -> None:

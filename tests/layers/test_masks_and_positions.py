@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 
 from t2t_keras.layers import LearnedPositions, sinusoid
-from t2t_keras.layers.masks import MASKED, causal_bias, padding_bias, step_bias
+from t2t_keras.layers.masks import MASKED, beam_step_bias, causal_bias, padding_bias
 
 
 def test_padding_bias_masks_pad_keys() -> None:
@@ -27,8 +27,14 @@ def test_causal_bias_lets_each_query_see_itself_and_before() -> None:
     )
 
 
-def test_step_bias_hides_cache_slots_not_yet_written() -> None:
-    np.testing.assert_array_equal(step_bias(1, 4)[0, 0, 0].numpy(), [0, 0, MASKED, MASKED])
+def test_beam_step_bias_shows_each_beam_its_ancestors_slots_up_to_the_index() -> None:
+    # Beam 0 descends from row 1 at positions 0-1; beam 1 from row 0 at position 0.
+    ancestors = tf.constant([[[1, 1, 0, 0], [0, 1, 1, 0]]])
+    bias = beam_step_bias(ancestors, 2).numpy()
+    assert bias.shape == (1, 1, 2, 8)
+    visible = (bias[0, 0] == 0).astype(int)  # Slots: row 0's positions 0-3, then row 1's.
+    np.testing.assert_array_equal(visible, [[0, 0, 1, 0, 1, 1, 0, 0], [1, 0, 0, 0, 0, 1, 1, 0]])
+    assert set(np.unique(bias)) == {0.0, MASKED}
 
 
 @pytest.mark.parametrize("d_model", [2, 8, 512])

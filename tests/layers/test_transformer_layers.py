@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 
 from t2t_keras.layers import DecoderLayer, EncoderLayer, FeedForward
-from t2t_keras.layers.masks import causal_bias, padding_bias, step_bias
+from t2t_keras.layers.masks import beam_step_bias, causal_bias, padding_bias
 from t2t_keras.layers.residual import Residual
 
 ARGS = {"num_heads": 2, "key_depth": 3, "value_depth": 5, "d_ff": 16, "dropout": 0.0}
@@ -67,11 +67,12 @@ def test_decode_steps_equal_the_full_decoder_position_by_position(norm_position:
     prefilled = layer.project_memory(memory)
     cache = {"self": layer.empty_cache(2, 5), "memory": prefilled}
     for index in range(4):
+        self_bias = beam_step_bias(tf.zeros([2, 1, 5], tf.int32), index)
         step, cache = layer.decode_step(
-            x[:, index : index + 1], cache, step_bias(index, 5), memory_bias, index
+            x[:, index : index + 1], cache, self_bias, memory_bias, index
         )
         assert step.shape == (2, 1, 8) and cache["memory"] is prefilled
-        assert cache["self"]["key"].shape == (2, 2, 5, 3)
+        assert cache["self"]["key"].shape == (2, 2, 1, 5, 3)
         np.testing.assert_allclose(step[:, 0], full[:, index], atol=1e-5)
 
 

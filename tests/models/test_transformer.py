@@ -128,8 +128,8 @@ def test_unbuilt_model_builds_for_attention_weights_and_decoding() -> None:
     weights = Transformer(TINY).attention_weights(INPUTS, TARGETS)
     assert [w.shape for w in weights["encoder_decoder"]] == [(2, 2, 4, 6)] * 2
     state, step = Transformer(TINY).start_decoding(INPUTS, cache_length=3)
-    logits, state = step(state, tf.constant(0), tf.zeros([2], tf.int32))
-    assert logits.shape == (2, 12) and sorted(state) == ["layer_0", "layer_1"]
+    logits, state = step(state, tf.constant(0), tf.zeros([2], tf.int32), None)
+    assert logits.shape == (2, 12) and sorted(state) == ["ancestors", "layer_0", "layer_1"]
 
 
 def test_logits_are_float32_over_the_vocabulary(model: Transformer) -> None:
@@ -173,7 +173,7 @@ def test_cached_decoding_reproduces_teacher_forcing(model: Transformer) -> None:
     state, step = model.start_decoding(INPUTS, cache_length=6)
     previous = tf.zeros([2], tf.int32)
     for index in range(TARGETS.shape[1]):
-        step_logits, state = step(state, tf.constant(index), previous)
+        step_logits, state = step(state, tf.constant(index), previous, None)
         np.testing.assert_allclose(step_logits, expected[:, index], atol=1e-4)
         previous = TARGETS[:, index]
 
@@ -185,7 +185,7 @@ def test_cached_decoding_of_variants(overrides: str) -> None:
     state, step = model.start_decoding(INPUTS, cache_length=4)
     previous = tf.zeros([2], tf.int32)
     for index in range(4):
-        step_logits, state = step(state, tf.constant(index), previous)
+        step_logits, state = step(state, tf.constant(index), previous, None)
         np.testing.assert_allclose(step_logits, expected[:, index], atol=1e-4)
         previous = TARGETS[:, index]
 
