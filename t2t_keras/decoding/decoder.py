@@ -79,6 +79,11 @@ class Decoder(tf.Module):
         inputs = tf.convert_to_tensor(inputs, tf.int32)
         return self.search(self._truncate(inputs))
 
+    def compilations(self) -> int:
+        """How many search graphs have been traced (and, under XLA, compiled): one per
+        distinct input shape, so `Translator` pads batches to a few bucket widths."""
+        return int(self.search.experimental_get_tracing_count())
+
     def _truncate(self, inputs: tf.Tensor) -> tf.Tensor:
         if inputs.shape[1] <= self.max_length:
             return inputs

@@ -63,6 +63,15 @@ class TrainStep:
     def __call__(self, iterator: Any) -> dict[str, tf.Tensor]:
         return self._function(iterator)
 
+    def tracing_count(self) -> int:
+        """How often the step's Python has been traced: once per run.
+
+        The iterator's batches have unknown lengths, so one graph serves every
+        bucket shape; under `jit_compile` XLA compiles the replica step once
+        per shape it meets, which tracing does not repeat.
+        """
+        return int(self._function.experimental_get_tracing_count())
+
     def _step(self, iterator: Any) -> dict[str, tf.Tensor]:
         sums = self.strategy.run(self._micro_batch, args=(next(iterator),))
         for _ in range(self.accumulation - 1):

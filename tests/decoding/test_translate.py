@@ -103,3 +103,18 @@ def test_output_line_is_one_line_whatever_the_text() -> None:
 )
 def test_bucket_widths(length: int, width: int) -> None:
     assert bucket_width(length, 256) == width
+
+
+def test_the_compiled_search_is_reused_across_batches(trained: TrainedModel) -> None:
+    sources = [english(n) for n in [*NUMBERS, 1, 2_000_000, 77]]
+    translator = Translator(trained.model, trained.vocabs, DecodeHParams(batch_size=2))
+    rows, _ = translator.encode(sources)
+    lengths = sorted((len(row) for row in rows), reverse=True)
+    shapes = {
+        (len(batch), bucket_width(max(batch), trained.hparams.max_length))
+        for batch in (lengths[i : i + 2] for i in range(0, len(lengths), 2))
+    }
+    translator.translate(sources)
+    assert translator.decoder.compilations() == len(shapes) < len(sources) // 2
+    translator.translate(sources[::-1])
+    assert translator.decoder.compilations() == len(shapes)

@@ -134,3 +134,29 @@ def test_mixed_precision_steps_train(policy: str, one_replica: list[np.ndarray])
         assert ours.dtype == np.float32  # Variables stay float32.
         # Same direction as the float32 update, within half precision.
         np.testing.assert_allclose(ours - start, full - start, atol=2e-3)
+
+
+def test_one_trace_serves_every_bucket_shape() -> None:
+    strategy = make_strategy("one_device")
+    with strategy.scope():
+        model = Transformer(HPARAMS, use_xla=True)
+        model.build()
+        step = TrainStep(model, optimizer_from_hparams(HPARAMS), HPARAMS, strategy)
+    shapes = [(4, 3, 5), (2, 7, 9), (4, 3, 5), (3, 12, 4)]  # (rows, source, target length)
+    batches = [
+        {
+            "inputs": _pad(_sentences(rows, 20))[:, :source],
+            "targets": _pad(_sentences(rows, 20))[:, :target],
+        }
+        for rows, source, target in shapes
+    ]
+
+    def generate():
+        yield from batches
+
+    spec = {name: tf.TensorSpec([None, None], tf.int32) for name in ("inputs", "targets")}
+    dataset = tf.data.Dataset.from_generator(generate, output_signature=spec)
+    iterator = iter(strategy.experimental_distribute_dataset(dataset))
+    for _ in shapes:
+        assert np.isfinite(float(step(iterator)["loss"]))
+    assert step.tracing_count() == 1
