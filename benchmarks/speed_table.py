@@ -1,0 +1,119 @@
+"""The speed table: t2t-benchmark over model sizes, XLA modes and precisions.
+
+    .venv/bin/python benchmarks/speed_table.py [--sizes=tiny,small,base,big] [--rounds=3]
+
+Training: for each --sizes entry (transformer_<size>, vocabulary 8,000), each
+--xla mode and each --precisions entry, `t2t-benchmark --mode=train` at the
+shapes of `benchmarks/peers.py` (64 sentences of 30 + 30 tokens; big takes
+--big_steps timed steps, it is slow on a CPU). Decoding: transformer_base,
+beam 1 and 4, 32 sentences of 30 tokens to exactly 30 output tokens, with
+each --decode_xla mode. Every configuration runs in its own process, --rounds
+times in alternating order; the table shows medians of target tokens/s (or
+sentences/s) and of utilization. Prints the JSON lines as they come, then a
+Markdown table.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+from absl import app, flags
+
+flags.DEFINE_list("sizes", ["tiny", "small", "base", "big"], "transformer_<size> sets trained.")
+flags.DEFINE_list("xla", ["off", "attention", "full"], "--xla modes of training.")
+flags.DEFINE_list("precisions", ["off", "bf16"], "--mixed_precision values of training.")
+flags.DEFINE_list("decode_xla", ["attention", "full"], "--xla modes of decoding.")
+flags.DEFINE_list("beams", ["1", "4"], "Beam sizes decoded.")
+flags.DEFINE_integer("rounds", 3, "Runs of every configuration.")
+flags.DEFINE_integer("steps", 5, "Timed steps (decodes) per run.")
+flags.DEFINE_integer("big_steps", 2, "Timed steps per run of transformer_big.")
+FLAGS = flags.FLAGS
+
+SHAPES = ["--batch_sentences=64", "--src_length=30", "--tgt_length=30"]
+DECODE_SHAPES = ["--decode_batch=32", "--src_length=30", "--fixed_output_length=30"]
+
+
+def benchmark_command() -> list[str]:
+    local = os.path.join(os.path.dirname(sys.executable), "t2t-benchmark")
+    return [local] if os.path.exists(local) else ["t2t-benchmark"]
+
+
+def configurations() -> list[tuple[str, list[str]]]:
+    """(label, flags) of every run."""
+    runs = []
+    for size in FLAGS.sizes:
+        steps = FLAGS.big_steps if size == "big" else FLAGS.steps
+        for xla in FLAGS.xla:
+            for precision in FLAGS.precisions:
+                label = f"train {size} xla={xla} {precision}"
+                runs.append(
+                    (
+                        label,
+                        [
+                            "--mode=train",
+                            f"--hparams_set=transformer_{size}",
+                            *SHAPES,
+                            f"--steps={steps}",
+                            "--warmup_steps=1" if size == "big" else "--warmup_steps=2",
+                            f"--xla={xla}",
+                            f"--mixed_precision={precision}",
+                        ],
+                    )
+                )
+    for beams in FLAGS.beams:
+        for xla in FLAGS.decode_xla:
+            label = f"decode base beam={beams} xla={xla}"
+            runs.append(
+                (
+                    label,
+                    [
+                        "--mode=decode",
+                        "--hparams_set=transformer_base",
+                        f"--beam_size={beams}",
+                        *DECODE_SHAPES,
+                        f"--steps={FLAGS.steps}",
+                        "--warmup_steps=1",
+                        f"--xla={xla}",
+                    ],
+                )
+            )
+    return runs
+
+
+def run(arguments: list[str]) -> dict:
+    output = subprocess.run(
+        [*benchmark_command(), *arguments], check=True, capture_output=True, text=True
+    ).stdout
+    return json.loads(output.strip().splitlines()[-1])
+
+
+def main(argv: list[str]) -> None:
+    del argv
+    results: dict[str, list[dict]] = {}
+    runs = configurations()
+    for round_number in range(FLAGS.rounds):
+        order = runs if round_number % 2 == 0 else runs[::-1]
+        for label, arguments in order:
+            measurement = run(arguments)
+            print(json.dumps({"label": label, "round": round_number, **measurement}), flush=True)
+            results.setdefault(label, []).append(measurement)
+    print("\n| run | target tokens/s | sentences/s | utilization | peak RSS MB |")
+    print("|---|---:|---:|---:|---:|")
+    for label, _ in runs:
+        measured = results[label]
+
+        def median(key: str, measured: list[dict] = measured) -> float:
+            return statistics.median(m[key] for m in measured)
+
+        print(
+            f"| {label} | {median('tgt_tokens_per_s'):.0f} | {median('sentences_per_s'):.2f} "
+            f"| {median('utilization'):.2f} | {median('peak_rss_mb'):.0f} |"
+        )
+
+
+if __name__ == "__main__":
+    app.run(main)
