@@ -39,7 +39,7 @@ flags.DEFINE_enum(
 )
 flags.DEFINE_integer("num_gpus", 0, "Training: local GPUs to use; 0 = all.")
 flags.DEFINE_integer("cpu_devices", 0, "Split the CPU into this many logical devices; 0 = not.")
-common.define_xla_flag("attention")
+common.define_xla_flag(None)  # Unset: each mode as the binary that runs it (below).
 flags.DEFINE_enum(
     "mixed_precision", "off", common.PRECISIONS, "off: float32; fp16: float16; bf16: bfloat16."
 )
@@ -70,6 +70,8 @@ def main() -> int:
         raise UserError(f"--hparams_set={FLAGS.hparams_set} is not a Transformer's hparams set.")
     if hparams.vocab_size == 0:
         hparams = hparams.override(f"vocab_size={_DEFAULT_VOCAB_SIZE}")
+    if FLAGS.xla is None:  # t2t-trainer's default for training, t2t-decoder's for decoding.
+        FLAGS.xla = "attention" if FLAGS.mode == "train" else "full"
     rate = measure.matmul(FLAGS.mixed_precision, FLAGS.matmul_size, 3, 1)["flops_per_s"]
     if FLAGS.mode == "train":
         result = measure.train(

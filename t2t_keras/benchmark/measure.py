@@ -10,7 +10,9 @@ Keys: `mode`, the shapes, `steps` (timed repetitions), `step_time_s`,
 hypothesis), `tokens_per_s` (source + target tokens), `sentences_per_s`,
 `flops_per_s` (see `t2t_keras.benchmark.flops`), `utilization` (of the
 matrix-product rate measured in the same process at the same precision),
-`peak_rss_mb`, `xla`, `precision`.
+`peak_rss_mb`, `xla`, `precision`. Training also reports `rss_mb_by_step`:
+the resident memory after every 10th step (warm-up steps counted), which
+stays flat when nothing accumulates from step to step.
 """
 
 from __future__ import annotations
@@ -43,15 +45,31 @@ def peak_rss_mb() -> float:
     return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
 
 
-def time_runs(run: Callable[[], Any], warmup: int, steps: int) -> float:
-    """Median seconds of `steps` calls of `run` after `warmup` untimed ones."""
-    for _ in range(warmup):
-        run()
+def rss_mb() -> float:
+    """The process's resident memory now, in MiB (the peak where /proc is missing)."""
+    try:
+        with open("/proc/self/statm") as statm:
+            pages = int(statm.read().split()[1])
+    except OSError:
+        return peak_rss_mb()
+    return pages * resource.getpagesize() / (1024 * 1024)
+
+
+def time_runs(
+    run: Callable[[], Any], warmup: int, steps: int, rss: dict[str, float] | None = None
+) -> float:
+    """Median seconds of `steps` calls of `run` after `warmup` untimed ones.
+
+    rss: if given, receives the resident MiB after every 10th call, by call number.
+    """
     times = []
-    for _ in range(steps):
+    for call in range(1, warmup + steps + 1):
         start = time.perf_counter()
         run()
-        times.append(time.perf_counter() - start)
+        if call > warmup:
+            times.append(time.perf_counter() - start)
+        if rss is not None and call % 10 == 0:
+            rss[str(call)] = round(rss_mb(), 1)
     return statistics.median(times)
 
 
@@ -119,7 +137,8 @@ def train(
     dataset = tf.data.Dataset.from_tensors(batch).repeat()
     iterator = iter(strategy.distribute_datasets_from_function(lambda _: dataset))
     step = build_train_step("transformer", hparams, strategy, config)
-    seconds = time_runs(lambda: float(step(iterator)["loss"]), warmup_steps, steps)
+    rss: dict[str, float] = {}
+    seconds = time_runs(lambda: float(step(iterator)["loss"]), warmup_steps, steps, rss)
     sentences = per_replica * replicas
     work = flops.train_flops(hparams, sentences, source_length, target_length)
     return {
@@ -129,6 +148,7 @@ def train(
         "tgt_length": target_length,
         **_rates(seconds, steps, sentences, target_length, source_length + target_length),
         **_use(work, seconds, matmul_rate),
+        "rss_mb_by_step": rss,
         "replicas": replicas,
         "xla": config.xla,
         "precision": _precision_name(config.mixed_precision),

@@ -85,3 +85,17 @@ def test_flop_counts_by_hand() -> None:
     # Decoding 2 tokens with 2 beams: encoder and keys/values 456 + 96 once; per beam,
     # position 1: 64 + 32 + 8 + 24 + 64 + 40 = 232, position 2: 240. 552 + 2 * 472 = 1496.
     assert flops.decode_flops(SMALL, 1, 3, 2, 2) == 2 * 1496
+
+
+def test_training_memory_stays_flat_from_step_10_to_50() -> None:
+    from t2t_keras.benchmark import measure
+    from t2t_keras.hparams.transformer import transformer_tiny
+    from t2t_keras.training import make_strategy
+    from t2t_keras.training.config import TrainConfig
+
+    hparams = transformer_tiny().override("vocab_size=100")
+    strategy = make_strategy("one_device")
+    result = measure.train(hparams, strategy, TrainConfig(), 8, 9, 7, 48, 2, matmul_rate=1e9)
+    rss = result["rss_mb_by_step"]
+    assert list(rss) == ["10", "20", "30", "40", "50"]
+    assert rss["50"] <= 1.05 * rss["10"], rss
