@@ -46,23 +46,30 @@ def attention_core(
     dropout_rate: float = 0.0,
     seed: tf.Tensor | None = None,
     return_weights: bool = False,
+    heads_first: bool = True,
 ) -> tuple[tf.Tensor, tf.Tensor | None]:
     """softmax(Q K^T / sqrt(K) + bias) V, the softmax in float32.
 
     Args:
-      query: [B, H, T, K].
-      key: [B, H, S, K].
-      value: [B, H, S, V].
+      query: [B, H, T, K] (heads_first) or [B, T, H, K].
+      key: [B, H, S, K] or [B, S, H, K].
+      value: [B, H, S, V] or [B, S, H, V].
       bias: float32, broadcastable to [B, H, T, S], or None.
       dropout_rate: dropout on the attention weights (0 when not training).
       seed: [2] int64 seed of the dropout mask.
       return_weights: also return the weights.
+      heads_first: the layout of query, key, value and the output. Sequence
+        first is what a projection of [B, T, D] gives without a transpose; the
+        transposes the products need then happen here, where XLA compiles them.
 
     Returns:
-      ([B, H, T, V] in the query's dtype, [B, H, T, S] float32 weights or None).
+      ([B, H, T, V] or [B, T, H, V] in the query's dtype, [B, H, T, S] float32
+      weights or None).
     """
+    layout = "bhtk,bhsk,bhsv,bhtv" if heads_first else "bthk,bshk,bshv,bthv"
+    query_layout, key_layout, value_layout, output_layout = layout.split(",")
     depth = tf.cast(tf.shape(query)[-1], query.dtype)
-    scores = tf.einsum("bhtk,bhsk->bhts", query * tf.math.rsqrt(depth), key)
+    scores = tf.einsum(f"{query_layout},{key_layout}->bhts", query * tf.math.rsqrt(depth), key)
     scores = tf.cast(scores, tf.float32)
     if bias is not None:
         # Keras may have cast the bias to float16, turning MASKED into -inf; a
@@ -72,7 +79,9 @@ def attention_core(
     dropped = weights
     if dropout_rate > 0.0:
         dropped = tf.nn.experimental.stateless_dropout(weights, dropout_rate, seed=seed)
-    output = tf.einsum("bhts,bhsv->bhtv", tf.cast(dropped, value.dtype), value)
+    output = tf.einsum(
+        f"bhts,{value_layout}->{output_layout}", tf.cast(dropped, value.dtype), value
+    )
     return output, (weights if return_weights else None)
 
 
@@ -138,8 +147,7 @@ class MultiHeadAttention(keras.layers.Layer):
 
         bias: float32, broadcastable to [B, H, T, S], or None.
         """
-        keys_values = self.project_memory(query if memory is None else memory)
-        output, _ = self._attend(query, keys_values, bias, training, False)
+        output, _ = self._attend_sequence(query, memory, bias, training, False)
         return output
 
     def call_with_weights(
@@ -150,9 +158,7 @@ class MultiHeadAttention(keras.layers.Layer):
         training: bool = False,
     ) -> tuple[tf.Tensor, tf.Tensor]:
         """`call`, also returning the weights: (output [B, T, D], [B, H, T, S] float32)."""
-        query = self._prepare(query)
-        keys_values = self.project_memory(query if memory is None else memory)
-        output, weights = self._attend(query, keys_values, bias, training, True)
+        output, weights = self._attend_sequence(query, memory, bias, training, True)
         assert weights is not None
         return output, weights
 
@@ -203,6 +209,34 @@ class MultiHeadAttention(keras.layers.Layer):
             "key": tf.zeros([*shape, self.key_depth], dtype),
             "value": tf.zeros([*shape, self.value_depth], dtype),
         }
+
+    def _attend_sequence(
+        self,
+        query: tf.Tensor,
+        memory: tf.Tensor | None,
+        bias: tf.Tensor | None,
+        training: bool,
+        return_weights: bool,
+    ) -> tuple[tf.Tensor, tf.Tensor | None]:
+        """Full mode: plain matrix products into [B, T|S, H, K|V], no transposes outside the core."""
+        query = self._prepare(query)
+        memory = query if memory is None else self._prepare(memory)
+        rate = self.dropout if training else 0.0
+        seed = replica_seed(self.seed_generator) if rate > 0.0 else None
+        core = _compiled_attention_core if self.use_xla else attention_core
+        context, weights = core(
+            _project(query, self._read(self.query_kernel)),
+            _project(memory, self._read(self.key_kernel)),
+            _project(memory, self._read(self.value_kernel)),
+            bias,
+            rate,
+            seed,
+            return_weights,
+            heads_first=False,
+        )
+        output_kernel = self._read(self.output_kernel)  # [H, V, D]
+        flat_kernel = tf.reshape(output_kernel, [-1, _dims(output_kernel)[-1]])
+        return _project(_merge_heads(context), flat_kernel), weights
 
     def _attend(
         self,
@@ -270,6 +304,19 @@ def _write_step(cache: KeysValues, step: KeysValues, index: tf.Tensor | int) -> 
         update = tf.transpose(update, [0, 2, 1, 3])
         written[name] = tf.tensor_scatter_nd_update(cache[name], indices, update)
     return written
+
+
+def _project(x: tf.Tensor, kernel: tf.Tensor) -> tf.Tensor:
+    """[B, T, D] x [D, ...] -> [B, T, ...] as one [B * T, D] x [D, prod(...)] product."""
+    x_shape, kernel_shape = _dims(x), _dims(kernel)
+    flat = tf.matmul(tf.reshape(x, [-1, x_shape[-1]]), tf.reshape(kernel, [kernel_shape[0], -1]))
+    return tf.reshape(flat, [*x_shape[:-1], *kernel_shape[1:]])
+
+
+def _merge_heads(x: tf.Tensor) -> tf.Tensor:
+    """[..., H, K] -> [..., H * K]."""
+    shape = _dims(x)
+    return tf.reshape(x, [*shape[:-2], shape[-2] * shape[-1]])
 
 
 def _merge_rows(cache: tf.Tensor) -> tf.Tensor:
