@@ -56,7 +56,8 @@ flags.DEFINE_integer("input_tokens", 27, "Subword tokens per input, EOS excluded
 flags.DEFINE_integer(
     "output_tokens",
     None,
-    "Tokens per output, EOS excluded (default: --input_tokens).",
+    "Tokens per output, EOS excluded: at least --input_tokens + 1, the input's length with "
+    "its EOS (the default).",
     lower_bound=1,
 )
 flags.DEFINE_integer("runs", 3, "Timed runs per setting, after one compiling call.", lower_bound=1)
@@ -205,9 +206,15 @@ def main(argv: list[str]) -> None:
     catalog.load()
     del argv
     batch_size, beam_size = FLAGS.batch_size, FLAGS.beam_size
-    output_tokens = FLAGS.output_tokens or FLAGS.input_tokens
-    # The input's length counts its EOS.
+    # The input's length counts its EOS; outputs may add extra_length >= 0 tokens to it.
+    output_tokens = FLAGS.output_tokens or FLAGS.input_tokens + 1
     extra_length = output_tokens - (FLAGS.input_tokens + 1)
+    if extra_length < 0:
+        raise app.UsageError(
+            f"--output_tokens={output_tokens} is below --input_tokens + 1 = "
+            f"{FLAGS.input_tokens + 1}: outputs are at most the input's length (with its EOS) "
+            "plus extra_length tokens, so a fixed output length must be at least that."
+        )
     models = build_models(FLAGS.hparams_set)
     if output_tokens + 1 > models[True].hparams.max_length:
         raise app.UsageError(

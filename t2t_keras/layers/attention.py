@@ -34,7 +34,8 @@ import tensorflow as tf
 from t2t_keras.layers.dropout import replica_seed
 from t2t_keras.layers.masks import MASKED
 
-# {"key": [B, H, S|L, K], "value": [B, H, S|L, V]}
+# {"key": [B, H, S, K], "value": [B, H, S, V]}, or a one-step cache's
+# {"key": [B, H, G, L, K], "value": [B, H, G, L, V]}
 KeysValues = dict[str, tf.Tensor]
 
 
