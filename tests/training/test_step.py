@@ -139,7 +139,7 @@ def test_mixed_precision_steps_train(policy: str, one_replica: list[np.ndarray])
 def test_one_trace_serves_every_bucket_shape() -> None:
     strategy = make_strategy("one_device")
     with strategy.scope():
-        model = Transformer(HPARAMS, use_xla=True)
+        model = Transformer(HPARAMS, use_xla=False)
         model.build()
         step = TrainStep(model, optimizer_from_hparams(HPARAMS), HPARAMS, strategy)
     shapes = [(4, 3, 5), (2, 7, 9), (4, 3, 5), (3, 12, 4)]  # (rows, source, target length)
