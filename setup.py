@@ -66,6 +66,7 @@ setup(
             "t2t-trainer=t2t_keras.bin.t2t_trainer:run",
             "t2t-decoder=t2t_keras.bin.t2t_decoder:run",
             "t2t-bleu=t2t_keras.bin.t2t_bleu:run",
+            "t2t-evalb=t2t_keras.bin.t2t_evalb:run",
             "t2t-avg-checkpoints=t2t_keras.bin.t2t_avg_checkpoints:run",
             "t2t-exporter=t2t_keras.bin.t2t_exporter:run",
             "t2t-benchmark=t2t_keras.bin.t2t_benchmark:run",

@@ -236,13 +236,18 @@ def evalb(
         raise ValueError(
             f"{len(gold)} gold trees but {len(test)} test trees; they pair up line by line."
         )
-    everything, short = EvalbSummary(), EvalbSummary()
     scores = [score_sentence(g, t) for g, t in zip(gold, test, strict=True)]
+    return (*summarize(scores), scores)
+
+
+def summarize(scores: Sequence[SentenceScore]) -> tuple[EvalbSummary, EvalbSummary]:
+    """(summary of all sentences, of those of at most CUTOFF_LENGTH words); errors count in both."""
+    everything, short = EvalbSummary(), EvalbSummary()
     for score in scores:
         everything.add(score)
         if score.error or score.length <= CUTOFF_LENGTH:
             short.add(score)
-    return everything, short, scores
+    return everything, short
 
 
 def _percent(part: int, whole: int) -> float:

@@ -43,7 +43,7 @@ sys.exit(code if not loaded else 3)
 """
 
 
-@pytest.mark.parametrize("binary", [*BINARIES, "t2t-bleu", "t2t-benchmark"])
+@pytest.mark.parametrize("binary", [*BINARIES, "t2t-bleu", "t2t-evalb", "t2t-benchmark"])
 def test_help_imports_no_tensorflow(binary: str) -> None:
     module = binary.replace("-", "_")
     program = _HELP_WITHOUT_TENSORFLOW.format(binary=binary, module=module, arguments=["--help"])
