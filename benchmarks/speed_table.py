@@ -15,8 +15,8 @@ Markdown table.
 
 from __future__ import annotations
 
+import itertools
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -37,56 +37,49 @@ SHAPES = ["--batch_sentences=64", "--src_length=30", "--tgt_length=30"]
 DECODE_SHAPES = ["--decode_batch=32", "--src_length=30", "--fixed_output_length=30"]
 
 
-def benchmark_command() -> list[str]:
-    local = os.path.join(os.path.dirname(sys.executable), "t2t-benchmark")
-    return [local] if os.path.exists(local) else ["t2t-benchmark"]
-
-
 def configurations() -> list[tuple[str, list[str]]]:
     """(label, flags) of every run."""
     runs = []
-    for size in FLAGS.sizes:
-        steps = FLAGS.big_steps if size == "big" else FLAGS.steps
-        for xla in FLAGS.xla:
-            for precision in FLAGS.precisions:
-                label = f"train {size} xla={xla} {precision}"
-                runs.append(
-                    (
-                        label,
-                        [
-                            "--mode=train",
-                            f"--hparams_set=transformer_{size}",
-                            *SHAPES,
-                            f"--steps={steps}",
-                            "--warmup_steps=1" if size == "big" else "--warmup_steps=2",
-                            f"--xla={xla}",
-                            f"--mixed_precision={precision}",
-                        ],
-                    )
-                )
-    for beams in FLAGS.beams:
-        for xla in FLAGS.decode_xla:
-            label = f"decode base beam={beams} xla={xla}"
-            runs.append(
-                (
-                    label,
-                    [
-                        "--mode=decode",
-                        "--hparams_set=transformer_base",
-                        f"--beam_size={beams}",
-                        *DECODE_SHAPES,
-                        f"--steps={FLAGS.steps}",
-                        "--warmup_steps=1",
-                        f"--xla={xla}",
-                    ],
-                )
+    for size, xla, precision in itertools.product(FLAGS.sizes, FLAGS.xla, FLAGS.precisions):
+        big = size == "big"
+        runs.append(
+            (
+                f"train {size} xla={xla} {precision}",
+                [
+                    "--mode=train",
+                    f"--hparams_set=transformer_{size}",
+                    *SHAPES,
+                    f"--steps={FLAGS.big_steps if big else FLAGS.steps}",
+                    f"--warmup_steps={1 if big else 2}",
+                    f"--xla={xla}",
+                    f"--mixed_precision={precision}",
+                ],
             )
+        )
+    for beams, xla in itertools.product(FLAGS.beams, FLAGS.decode_xla):
+        runs.append(
+            (
+                f"decode base beam={beams} xla={xla}",
+                [
+                    "--mode=decode",
+                    "--hparams_set=transformer_base",
+                    f"--beam_size={beams}",
+                    *DECODE_SHAPES,
+                    f"--steps={FLAGS.steps}",
+                    "--warmup_steps=1",
+                    f"--xla={xla}",
+                ],
+            )
+        )
     return runs
 
 
 def run(arguments: list[str]) -> dict:
     output = subprocess.run(
-        [*benchmark_command(), *arguments], check=True, capture_output=True, text=True
+        [sys.executable, "-m", "t2t_keras.bin.t2t_benchmark", *arguments],
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout
     return json.loads(output.strip().splitlines()[-1])
 

@@ -191,8 +191,7 @@ class MultiHeadAttention(keras.layers.Layer):
             keys_values = {name: _merge_rows(tensor) for name, tensor in cache.items()}
         else:
             keys_values = cache
-        output, _ = self._attend(query, keys_values, bias, False, False, grouped=True)
-        return output, cache
+        return self._attend_cached(query, keys_values, bias), cache
 
     def project_memory(self, memory: tf.Tensor) -> KeysValues:
         """Keys and values of `memory` [B, S, D]: {"key": [B, H, S, K], "value": [B, H, S, V]}."""
@@ -224,8 +223,7 @@ class MultiHeadAttention(keras.layers.Layer):
         memory = query if memory is None else self._prepare(memory)
         rate = self.dropout if training else 0.0
         seed = replica_seed(self.seed_generator) if rate > 0.0 else None
-        core = _compiled_attention_core if self.use_xla else attention_core
-        context, weights = core(
+        context, weights = self._core(
             _project(query, self._read(self.query_kernel)),
             _project(memory, self._read(self.key_kernel)),
             _project(memory, self._read(self.value_kernel)),
@@ -239,33 +237,25 @@ class MultiHeadAttention(keras.layers.Layer):
         flat_kernel = tf.reshape(output_kernel, [-1, _dims(output_kernel)[-1]])
         return _project(_merge_heads(context), flat_kernel), weights
 
-    def _attend(
-        self,
-        query: tf.Tensor,
-        keys_values: KeysValues,
-        bias: tf.Tensor | None,
-        training: bool,
-        return_weights: bool,
-        grouped: bool = False,
-    ) -> tuple[tf.Tensor, tf.Tensor | None]:
-        """query [B * G, T, D] -> ([B * G, T, D], [B, H, G * T, S] weights or None).
+    def _attend_cached(
+        self, query: tf.Tensor, keys_values: KeysValues, bias: tf.Tensor | None
+    ) -> tf.Tensor:
+        """query [B * G, T, D] attends to keys_values [B, H, S, K|V] -> [B * G, T, D].
 
-        keys_values: [B, H, S, K|V]; G = 1 unless `grouped`, when it is the
-        query's rows per row of the keys.
+        G, the query's rows per row of the keys, is 1 outside beam search.
         """
         heads = tf.einsum("btd,dhk->bhtk", query, self._read(self.query_kernel))
-        if grouped:
-            groups = _dims(heads)[0] // _dims(keys_values["key"])[0]
-            heads = _group_rows(heads, groups)
-        rate = self.dropout if training else 0.0
-        seed = replica_seed(self.seed_generator) if rate > 0.0 else None
-        core = _compiled_attention_core if self.use_xla else attention_core
-        context, weights = core(
-            heads, keys_values["key"], keys_values["value"], bias, rate, seed, return_weights
+        groups = _dims(heads)[0] // _dims(keys_values["key"])[0]
+        context, _ = self._core(
+            _group_rows(heads, groups), keys_values["key"], keys_values["value"], bias
         )
-        if grouped:
-            context = _ungroup_rows(context, groups)
-        return tf.einsum("bhtv,hvd->btd", context, self._read(self.output_kernel)), weights
+        context = _ungroup_rows(context, groups)
+        return tf.einsum("bhtv,hvd->btd", context, self._read(self.output_kernel))
+
+    @property
+    def _core(self) -> Any:
+        """The attention core: one XLA-compiled function with use_xla."""
+        return _compiled_attention_core if self.use_xla else attention_core
 
     def _prepare(self, x: tf.Tensor) -> tf.Tensor:
         """What `__call__` does for `call`: build on first use, cast to the compute dtype."""
