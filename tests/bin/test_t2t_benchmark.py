@@ -10,7 +10,7 @@ from binaries import assert_user_error, run, run_in_process
 from t2t_keras.benchmark import flops
 from t2t_keras.models import TransformerHParams
 
-TINY = ["--hparams_set=transformer_tiny", "--steps=1", "--warmup_steps=1", "--matmul_size=128"]
+TINY = ["--hparams_set=transformer_tiny", "--steps=1", "--warmup_steps=1", "--matmul_size=1024"]
 COMMON_KEYS = {"mode", "steps", "step_time_s", "flops_per_s", "utilization", "peak_rss_mb"}
 RATE_KEYS = {"tgt_tokens_per_s", "tokens_per_s", "sentences_per_s", "xla", "precision"}
 
