@@ -97,9 +97,7 @@ def decode_test_sets(run_dir: str, name: str, decode_hparams: str, test_sets: li
     for test_set in test_sets:
         to_file = os.path.join(FLAGS.work_dir, f"{name}.{test_set}.decodes")
         start = time.monotonic()
-        decoded = decode_file(
-            translator, corpus_path(test_set, "en"), to_file, None, (), out=sys.stderr
-        )
+        decoded = decode_file(translator, corpus_path(test_set, "en"), to_file, out=sys.stderr)
         seconds = time.monotonic() - start
         hypotheses = [translation.text for translation in decoded.translations]
         references = read_lines(corpus_path(test_set, "de"))

@@ -12,7 +12,10 @@ one. tensor2tensor's --problem, --model, --hparams_set, --hparams and
 Output has exactly one line per input line, in input order; empty input
 lines give empty output lines. Input must be UTF-8: invalid bytes are an
 error naming the line. Inputs longer than the model's max_length are cut to
-it (the count is logged).
+it (the count is logged). For parsing problems each output line is a PTB tree
+over exactly the input's words, repaired if the model's output was not one
+(`t2t_keras.data.tree_repair`; repairs are counted in the log), and scores
+are EVALB's against gold trees.
 """
 
 from __future__ import annotations
@@ -51,7 +54,10 @@ flags.DEFINE_string(
     "IN.<hparams_set>.beam<K>.alpha<A>.decodes beside it).",
 )
 flags.DEFINE_string(
-    "decode_reference", None, "References of --decode_from_file: print sacreBLEU and its signature."
+    "decode_reference",
+    None,
+    "References of --decode_from_file, one a line: print sacreBLEU and its signature, or "
+    "for parsing problems EVALB's bracket scores against these gold PTB trees.",
 )
 flags.DEFINE_bool("decode_interactive", False, "Translate lines typed on stdin until EOF.")
 flags.DEFINE_string(
@@ -83,14 +89,16 @@ def main() -> int:
     from t2t_keras.decoding import decode
 
     if FLAGS.decode_interactive:
-        decode.decode_interactive(translator)
+        decode.decode_interactive(translator, problem=_problem(trained.run))
         return 0
     if FLAGS.decode_from_file:
         to_file = FLAGS.decode_to_file or _default_output(translator, trained.hparams_set)
-        problem = _problem(trained.run)
-        metrics = problem.eval_metrics() if problem else ("bleu",)
         decoded = decode.decode_file(
-            translator, FLAGS.decode_from_file, to_file, FLAGS.decode_reference, metrics
+            translator,
+            FLAGS.decode_from_file,
+            to_file,
+            FLAGS.decode_reference,
+            _problem(trained.run),
         )
     else:
         to_file = FLAGS.decode_to_file

@@ -143,6 +143,21 @@ def transformer_parsing_semisup() -> TransformerHParams:
     return _parsing(dropout=0.1)
 
 
+@registry.register_hparams
+def transformer_parsing_small() -> TransformerHParams:
+    """Parsing on a CPU: as transformer_parsing_wsj with d_model=256, d_ff=1024, h=4."""
+    return replace(
+        transformer_parsing_wsj(),
+        d_model=256,
+        d_ff=1024,
+        num_heads=4,
+        d_k=64,
+        d_v=64,
+        warmup_steps=400,
+        learning_rate=0.5,
+    )
+
+
 # Table 3: variations on base, measured on newstest2013. Row "big" is
 # transformer_big; the paper's numbers sit beside each set's docstring.
 

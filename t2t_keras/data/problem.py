@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import tensorflow as tf
@@ -13,6 +14,7 @@ from t2t_keras.data import batching, records
 from t2t_keras.data.batching import BatchingConfig
 from t2t_keras.data.vocab import Vocabulary
 from t2t_keras.errors import UserError
+from t2t_keras.files import read_text_lines
 
 
 class Problem:
@@ -73,6 +75,25 @@ class Problem:
         """Names of the metrics that judge this problem's outputs."""
         return ["bleu"]
 
+    def decode_metrics(self) -> list[str]:
+        """The metrics t2t-decoder prints against references: sacreBLEU and eval_metrics()."""
+        return list(dict.fromkeys(["bleu", *self.eval_metrics()]))
+
+    # What decoding reads and writes.
+
+    def model_input(self, line: str) -> str:
+        """The text the model reads for one line of input (as it is; a parser escapes brackets)."""
+        return line
+
+    def output_texts(self, sources: Sequence[str], outputs: Sequence[str]) -> list[str]:
+        """What is written for each model output (the text itself; a parser writes trees).
+
+        Args:
+          sources: the input lines, as given (before `model_input`).
+          outputs: the model's decoded output for each, aligned with sources.
+        """
+        return list(outputs)
+
     # Reading the data.
 
     def data_files(self, data_dir: str, split: str) -> list[str]:
@@ -91,7 +112,17 @@ class Problem:
         return paths
 
     def text_examples(self, data_dir: str, split: str, count: int) -> list[tuple[str, str]]:
-        """The split's first `count` examples decoded back to text, as (inputs, targets)."""
+        """The split's first `count` examples as text: (inputs, references).
+
+        Where t2t-datagen kept the split's text beside its shards
+        (`records.text_paths`), that text as the corpus had it (a parser's gold
+        trees); otherwise the records decoded back to text. `count` < 0: all.
+        """
+        kept = records.text_paths(data_dir, self.data_name, split)
+        if not self.was_reversed and all(tf.io.gfile.exists(path) for path in kept):
+            sources, references = (read_text_lines(path, f"{split} text") for path in kept)
+            pairs = list(zip(sources, references, strict=True))
+            return pairs if count < 0 else pairs[:count]
         encoders = self.feature_encoders(data_dir)
         dataset = tf.data.TFRecordDataset(self.data_files(data_dir, split)).take(count)
         return [

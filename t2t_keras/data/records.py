@@ -16,6 +16,8 @@ from typing import Any
 import tensorflow as tf
 from absl import logging
 
+from t2t_keras.files import write_atomically
+
 INCOMPLETE = ".incomplete"
 _PROGRESS_EVERY_SECONDS = 10.0
 
@@ -31,6 +33,26 @@ def shard_paths(data_dir: str, problem_name: str, split: str, num_shards: int) -
 def split_pattern(data_dir: str, problem_name: str, split: str) -> str:
     """A glob matching the split's shards, whatever their number."""
     return os.path.join(data_dir, f"{problem_name}-{split}-[0-9]*-of-[0-9]*")
+
+
+def text_paths(data_dir: str, problem_name: str, split: str) -> tuple[str, str]:
+    """Where a split's kept text lives: `<problem>-<split>.sources` and `.references`."""
+    base = os.path.join(data_dir, f"{problem_name}-{split}")
+    return f"{base}.sources", f"{base}.references"
+
+
+def write_text(pairs: list[tuple[str, str]], paths: tuple[str, str], num_shards: int) -> None:
+    """Writes (source, reference) pairs one a line, in the order the split's shards hold them.
+
+    `write_shards` deals examples round-robin, and readers go shard by shard,
+    so line i of each file belongs to the i-th record read.
+    """
+    ordered = [
+        pairs[i] for shard in range(num_shards) for i in range(shard, len(pairs), num_shards)
+    ]
+    for column, path in enumerate(paths):
+        lines = "".join(" ".join(pair[column].splitlines()) + "\n" for pair in ordered)
+        write_atomically(lines.encode("utf-8"), path)
 
 
 def to_example(features: dict[str, list[int]]) -> bytes:

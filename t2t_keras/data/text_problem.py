@@ -47,6 +47,10 @@ class Text2TextProblem(Problem):
     max_vocab_sentences: int = 1_000_000
     # Samples with a side longer than this many characters are skipped, counted.
     max_chars: int = 10_000
+    # Keep each non-train split's text beside its shards (`records.text_paths`):
+    # the samples' inputs and their "reference" (else "targets"), which
+    # decoding and evaluation then score against, e.g. a parser's gold trees.
+    keep_text: bool = False
 
     def generate_samples(self, data_dir: str, tmp_dir: str, split: str) -> Iterator[Sample]:
         """Yields {"inputs": str, "targets": str} for the split."""
@@ -141,7 +145,9 @@ class Text2TextProblem(Problem):
                 logging.info("%s: no raw data for the optional %s split.", self.data_name, split)
             elif count > 0 and (self.is_generate_per_split or split in ("train", "dev")):
                 paths = records.shard_paths(data_dir, self.data_name, split, count)
-                if not all(os.path.exists(path) for path in paths):
+                if not all(
+                    os.path.exists(path) for path in paths + self._text_paths(data_dir, split)
+                ):
                     missing[split] = paths
         if not missing:
             print(f"{self.data_name}: data already generated in {data_dir}; nothing to do.")
@@ -149,14 +155,34 @@ class Text2TextProblem(Problem):
         records.remove_incomplete(data_dir, f"{self.data_name}-")
         vocabularies = self._build_vocabularies(data_dir, tmp_dir)
         for split, paths in missing.items():
-            encoded = self._encoded(self._samples(data_dir, tmp_dir, split), vocabularies)
+            kept: list[tuple[str, str]] = []
+            samples = self._samples(data_dir, tmp_dir, split)
+            encoded = self._encoded(
+                samples, vocabularies, kept if self._text_paths(data_dir, split) else None
+            )
             count = records.write_shards(encoded, paths, f"{self.data_name} {split}")
+            if kept:
+                records.write_text(
+                    kept, records.text_paths(data_dir, self.data_name, split), len(paths)
+                )
             print(f"{self.data_name}: wrote {count} {split} examples to {len(paths)} shard(s).")
 
+    def _text_paths(self, data_dir: str, split: str) -> list[str]:
+        """The split's kept-text files, if it keeps its text (`keep_text`, not train)."""
+        if not self.keep_text or split == "train":
+            return []
+        return list(records.text_paths(data_dir, self.data_name, split))
+
     def _encoded(
-        self, samples: Iterator[Sample], vocabularies: dict[str, Vocabulary]
+        self,
+        samples: Iterator[Sample],
+        vocabularies: dict[str, Vocabulary],
+        kept: list[tuple[str, str]] | None = None,
     ) -> Iterator[dict[str, list[int]]]:
+        """The samples' ids; (inputs, reference) of each appended to `kept` if given."""
         for sample in samples:
+            if kept is not None:
+                kept.append((sample["inputs"], sample.get("reference", sample["targets"])))
             yield {
                 side: [*vocabularies[side].encode(sample[side]), EOS_ID]
                 for side in ("inputs", "targets")

@@ -1,42 +1,77 @@
-"""Penn Treebank trees for parsing as translation (Vinyals & Kaiser et al. 2015).
+"""Penn Treebank trees: reading, cleaning, and linearizing for parsing as translation.
 
-A sentence's words are the input; the target is its tree, linearized with
-part-of-speech tags normalized to XX and every closing bracket labelled:
+A sentence's words are the input; the target is its tree (Vinyals & Kaiser
+et al. 2015), linearized with part-of-speech tags normalized to XX and every
+closing bracket labelled:
 
-    (S (NP (NNP Mr.) (NNP Vinken)) (VP (VBZ is) (NP chairman)) (. .))
+    (S (NP (NNP Mr.) (NNP Vinken)) (VP (VBZ is) (NP (NN chairman))) (. .))
     -> words   "Mr. Vinken is chairman ."
     -> target  "(S (NP XX XX )NP (VP XX (NP XX )NP )VP XX )S"
 
 Trees are cleaned first, as is usual for parsing: empty elements (-NONE-) and
 the constituents they leave empty are removed, function tags and indices are
-dropped (NP-SBJ-1 -> NP), and the unlabelled outer bracket goes.
+dropped (NP-SBJ-1 -> NP), and the outer bracket (empty, TOP or ROOT) goes.
+`t2t_keras.data.tree_repair` turns a model's output back into a tree.
+
+Words that are brackets are written as PTB writes them (-LRB-, -RRB-, ...),
+so that every tree stays readable; `escape_words` does that to raw text.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 
 POS_PLACEHOLDER = "XX"
+# Outer brackets that hold a tree but are not constituents of it.
+WRAPPER_LABELS = frozenset({"", "TOP", "ROOT"})
+# Words that would break a bracketed tree, as the Penn Treebank writes them.
+PTB_ESCAPES = {"(": "-LRB-", ")": "-RRB-", "{": "-LCB-", "}": "-RCB-", "[": "-LSB-", "]": "-RSB-"}
+# The Penn Treebank's tags of punctuation words, which EVALB deletes words by.
+PUNCTUATION_TAGS = {
+    ",": ",",
+    ".": ".",
+    "?": ".",
+    "!": ".",
+    "``": "``",
+    "`": "``",
+    "''": "''",
+    "--": ":",
+    "-": ":",
+    ";": ":",
+    ":": ":",
+    "...": ":",
+}
 _TOKEN = re.compile(r"\(|\)|[^\s()]+")
-# Labels that are brackets themselves and keep their dashes.
-_BRACKET_LABELS = frozenset({"-LRB-", "-RRB-", "-LCB-", "-RCB-", "-NONE-"})
+_FUNCTION_TAG = re.compile(r"[-=].*")
+
+
+class TreeError(ValueError):
+    """Text that is not one well-formed bracketed tree."""
 
 
 @dataclasses.dataclass
 class Tree:
-    """A constituent (children are Trees) or a preterminal (one word, no children)."""
+    """A constituent (children are Trees) or a preterminal (a tag and one word)."""
 
     label: str
     children: list[Tree] = dataclasses.field(default_factory=list)
     word: str | None = None
 
+    @property
+    def is_preterminal(self) -> bool:
+        return self.word is not None
+
     def words(self) -> list[str]:
         """The leaves, left to right."""
+        return [word for word, _ in self.tagged_words()]
+
+    def tagged_words(self) -> list[tuple[str, str]]:
+        """(word, tag) of every leaf, left to right."""
         if self.word is not None:
-            return [self.word]
-        return [word for child in self.children for word in child.words()]
+            return [(self.word, self.label)]
+        return [pair for child in self.children for pair in child.tagged_words()]
 
     def __str__(self) -> str:
         if self.word is not None:
@@ -44,71 +79,119 @@ class Tree:
         return f"({self.label} {' '.join(str(child) for child in self.children)})"
 
 
-class TreeError(ValueError):
-    """A bracketed tree that does not parse."""
-
-
-def read_trees(lines: Iterable[str]) -> Iterator[str]:
-    """Bracketed trees from text where a tree may span lines, one string per tree."""
-    depth, parts = 0, []
-    for line in lines:
-        for token in _TOKEN.findall(line):
-            if depth == 0 and token != "(":
-                raise TreeError(f"Text outside a tree: {token!r}.")
-            parts.append(token)
-            depth += {"(": 1, ")": -1}.get(token, 0)
-            if depth == 0:
-                yield _joined(parts)
-                parts = []
-    if parts:
-        raise TreeError(f"An unfinished tree at the end: {_joined(parts)[:80]!r}.")
-
-
-def _joined(tokens: list[str]) -> str:
-    return " ".join(tokens).replace("( ", "(").replace(" )", ")")
-
-
 def parse_tree(text: str) -> Tree:
-    """Parses one bracketed tree; an unlabelled outer bracket "( (S ...) )" is removed."""
+    """One bracketed tree as written, e.g. "(TOP (S (NP (DT The) (NN cat)) (VP (VBD sat))))".
+
+    Raises:
+      TreeError: unbalanced brackets, a word beside constituents, an empty
+        constituent, or text after the tree.
+    """
     tokens = _TOKEN.findall(text)
-    tree, end = _parse(tokens, 0, text)
+    if not tokens:
+        raise TreeError("an empty line is not a tree")
+    tree, end = _parse(tokens, 0)
     if end != len(tokens):
-        raise TreeError(f"Text after the tree: {text[:80]!r}.")
-    while tree.label == "" and len(tree.children) == 1:
+        raise TreeError(f"text after the tree's last bracket: {' '.join(tokens[end:])[:60]!r}")
+    return tree
+
+
+def _parse(tokens: list[str], start: int) -> tuple[Tree, int]:
+    if tokens[start] != "(":
+        raise TreeError(f"expected '(' but found {tokens[start]!r}")
+    position, label = start + 1, ""
+    if position < len(tokens) and tokens[position] not in "()":
+        label, position = tokens[position], position + 1
+    children: list[Tree] = []
+    words: list[str] = []
+    while position < len(tokens) and tokens[position] != ")":
+        if tokens[position] == "(":
+            child, position = _parse(tokens, position)
+            children.append(child)
+        else:
+            words.append(tokens[position])
+            position += 1
+    if position >= len(tokens):
+        raise TreeError("unbalanced brackets: a bracket is never closed")
+    if words and (children or len(words) > 1):
+        raise TreeError(f"word(s) {' '.join(words)!r} beside other children under {label!r}")
+    if words:
+        return Tree(label, word=words[0]), position + 1
+    if not children:
+        raise TreeError(f"an empty constituent {label!r}")
+    return Tree(label, children), position + 1
+
+
+def read_trees(lines: Iterable[str]) -> Iterator[tuple[int, Tree | TreeError]]:
+    """(line number, tree or error) for each tree of a treebank file.
+
+    A tree may span lines (the LDC .mrg layout) or take one line each. A '('
+    in a line's first column begins a tree: a tree still open there is
+    reported as unbalanced, and so is one still open at the end. A line with
+    text outside any tree (a stray word, a closing bracket too many) is
+    reported, and the trees it ends are dropped with it. Errors are yielded,
+    not raised, so a reader can report them and go on.
+    """
+    tokens: list[str] = []
+    start = 0
+    for number, line in enumerate(lines, start=1):
+        if tokens and line.startswith("("):
+            yield (
+                start,
+                TreeError("unbalanced brackets: the tree is not closed where the next begins"),
+            )
+            tokens = []
+        ended, error = [], None
+        for token in _TOKEN.findall(line):
+            if not tokens:
+                if token != "(":
+                    error = TreeError(f"{token!r} outside any tree (a closing bracket too many?)")
+                    break
+                start = number
+            tokens.append(token)
+            if token == ")" and tokens.count("(") == tokens.count(")"):
+                ended.append((start, tokens))
+                tokens = []
+        if error is not None:
+            yield number, error
+            continue
+        for first, tree_tokens in ended:
+            yield first, _parsed(tree_tokens)
+    if tokens:
+        yield start, TreeError("unbalanced brackets: the file ends inside a tree")
+
+
+def _parsed(tokens: list[str]) -> Tree | TreeError:
+    try:
+        return parse_tree(" ".join(tokens))
+    except TreeError as error:
+        return error
+
+
+def unwrap(tree: Tree) -> Tree:
+    """The tree without its outer bracket(s) labelled "", TOP or ROOT around one constituent."""
+    while tree.label in WRAPPER_LABELS and len(tree.children) == 1:
         tree = tree.children[0]
     return tree
 
 
-def _parse(tokens: list[str], start: int, text: str) -> tuple[Tree, int]:
-    if start >= len(tokens) or tokens[start] != "(":
-        raise TreeError(f"Expected '(' in {text[:80]!r}.")
-    position = start + 1
-    label = ""
-    if position < len(tokens) and tokens[position] not in "()":
-        label, position = tokens[position], position + 1
-    if position + 1 < len(tokens) and tokens[position] not in "()" and tokens[position + 1] == ")":
-        return Tree(label, word=tokens[position]), position + 2
-    children = []
-    while position < len(tokens) and tokens[position] == "(":
-        child, position = _parse(tokens, position, text)
-        children.append(child)
-    if position >= len(tokens) or tokens[position] != ")":
-        raise TreeError(f"Unbalanced brackets in {text[:80]!r}.")
-    return Tree(label, children), position + 1
-
-
 def clean(tree: Tree) -> Tree | None:
-    """The tree without empty elements, function tags and indices; None if nothing is left."""
+    """The unwrapped tree without empty elements, function tags and indices; None if empty."""
+    return _cleaned(unwrap(tree))
+
+
+def _cleaned(tree: Tree) -> Tree | None:
     if tree.word is not None:
-        return None if tree.label == "-NONE-" else Tree(_base_label(tree.label), word=tree.word)
-    children = [kept for child in tree.children if (kept := clean(child)) is not None]
-    return Tree(_base_label(tree.label), children) if children else None
+        return None if tree.label == "-NONE-" else Tree(base_label(tree.label), word=tree.word)
+    children = [kept for child in tree.children if (kept := _cleaned(child)) is not None]
+    return Tree(base_label(tree.label), children) if children else None
 
 
-def _base_label(label: str) -> str:
-    if label in _BRACKET_LABELS:
-        return label
-    return re.split(r"[-=]", label)[0] or label
+def base_label(label: str) -> str:
+    """The label without function tags and indices: NP-SBJ-1 and NP=2 are NP.
+
+    A label that starts with a dash is a name (-NONE-, -LRB-) and stays whole.
+    """
+    return label if label.startswith("-") else _FUNCTION_TAG.sub("", label)
 
 
 def linearize(tree: Tree) -> str:
@@ -119,25 +202,33 @@ def linearize(tree: Tree) -> str:
     return f"({tree.label} {inside} ){tree.label}"
 
 
-def delinearize(target: str, words: list[str]) -> str:
-    """A bracketed tree from a linearized target and the sentence's words.
+def output_tags(words: Sequence[str]) -> list[str]:
+    """The tags a parser's output gives its words: XX, except for punctuation.
 
-    Each XX takes the next word under the tag XX. Closing brackets close the
-    innermost open constituent whatever their label; brackets left open are
-    closed at the end, and extra closing brackets are ignored, so any model
-    output gives a tree (scoring then judges it).
+    A punctuation word gets the tag the treebank gives it (`PUNCTUATION_TAGS`),
+    so that EVALB, which deletes punctuation by each tree's own tags, keeps
+    the same words of the output as of the gold tree. "'" closes a quote
+    opened by "`" (tag ''), and is otherwise the possessive (tag POS).
     """
-    out, depth, remaining = [], 0, iter(words)
-    for token in target.split():
-        if token.startswith("("):
-            out.append(f"({token[1:]}")
-            depth += 1
-        elif token.startswith(")"):
-            if depth:
-                out.append(")")
-                depth -= 1
-        else:
-            word = next(remaining, None)
-            if word is not None:
-                out.append(f"({POS_PLACEHOLDER} {word})")
-    return " ".join([*out, *")" * depth]).replace(" )", ")")
+    tags, open_quotes = [], 0
+    for word in words:
+        if word == "'":
+            tags.append("''" if open_quotes else "POS")
+            open_quotes = max(open_quotes - 1, 0)
+            continue
+        open_quotes += word == "`"
+        tags.append(PUNCTUATION_TAGS.get(word, POS_PLACEHOLDER))
+    return tags
+
+
+def escape_words(text: str) -> list[str]:
+    """The whitespace-separated words of `text`, brackets written as the treebank does.
+
+    A word that is a bracket becomes its PTB name ("(" -> -LRB-, "{" -> -LCB-,
+    "[" -> -LSB-, and the closing ones); round brackets inside a word are
+    replaced the same way ("f(x)" -> "f-LRB-x-RRB-"), as they would end a tree.
+    """
+    return [
+        PTB_ESCAPES.get(word) or word.replace("(", "-LRB-").replace(")", "-RRB-")
+        for word in text.split()
+    ]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import BinaryIO, TextIO
 
 from absl import logging
@@ -38,12 +38,39 @@ def report_progress(done: int, total: int, seconds: float) -> None:
     logging.info("Decoded %d/%d sentences (%.1f sentences/s).", done, total, rate)
 
 
+def translate_lines(
+    translator: Translator,
+    sources: Sequence[str],
+    problem: Problem | None = None,
+    report: Callable[[int, int, float], None] | None = None,
+) -> list[Translation]:
+    """Translations of input lines, as the problem reads and writes them.
+
+    The model reads `problem.model_input(line)`, and each hypothesis becomes
+    `problem.output_texts` of it (a parser's tree, never empty for a
+    non-empty input); without a problem, lines and outputs are used as they are.
+    """
+    if problem is None:
+        return translator.translate(sources, report)
+    translations = translator.translate([problem.model_input(s) for s in sources], report)
+    for source, translation in zip(sources, translations, strict=True):
+        if source.strip() and not translation.texts:  # No hypothesis ended: still one line.
+            translation.texts, translation.scores = [""], [float("-inf")]
+    pairs = [
+        (source, text) for source, t in zip(sources, translations, strict=True) for text in t.texts
+    ]
+    written = iter(problem.output_texts([s for s, _ in pairs], [text for _, text in pairs]))
+    for translation in translations:
+        translation.texts = [next(written) for _ in translation.texts]
+    return translations
+
+
 def decode_file(
     translator: Translator,
     from_file: str,
     to_file: str | None,
     reference_file: str | None = None,
-    metrics: Sequence[str] = ("bleu",),
+    problem: Problem | None = None,
     out: TextIO | None = None,
 ) -> Decoded:
     """Translates every line of from_file into to_file (or `out`), then scores if asked.
@@ -53,7 +80,9 @@ def decode_file(
       from_file: UTF-8 text, one sentence per line.
       to_file: where the outputs go, written whole at the end; None = `out`.
       reference_file: references, one per input line: print the scores.
-      metrics: the problem's metrics; sacreBLEU is printed with a reference in any case.
+      problem: the problem trained on, if known: how lines are read and
+        outputs written (`translate_lines`), and its `decode_metrics()`;
+        without it, text as it is and sacreBLEU.
       out: where scores (and outputs without to_file) are printed; default stdout.
 
     Returns:
@@ -73,12 +102,13 @@ def decode_file(
         _check_output(
             to_file, {"--decode_from_file": from_file, "--decode_reference": reference_file}
         )
-    translations = translator.translate(sources, report_progress)
+    translations = translate_lines(translator, sources, problem, report_progress)
     write_outputs(translations, translator, to_file, out)
     decoded = Decoded(sources, translations)
     if references is not None:
         hypotheses = [t.text for t in translations]
-        decoded.scores = print_scores(hypotheses, references, ("bleu", *metrics), out)
+        metrics = problem.decode_metrics() if problem else ["bleu"]
+        decoded.scores = print_scores(hypotheses, references, metrics, out)
     return decoded
 
 
@@ -117,7 +147,7 @@ def decode_split(
     count = translator.hparams.num_samples or -1
     pairs = problem.text_examples(data_dir, split, count)
     sources, references = [source for source, _ in pairs], [target for _, target in pairs]
-    translations = translator.translate(sources, report_progress)
+    translations = translate_lines(translator, sources, problem, report_progress)
     if to_file:
         write_outputs(translations, translator, to_file, out)
     print(f"{problem.name} {split}, {len(pairs)} sentences:", file=out or sys.stdout)
@@ -127,7 +157,10 @@ def decode_split(
 
 
 def decode_interactive(
-    translator: Translator, lines: BinaryIO | None = None, out: TextIO | None = None
+    translator: Translator,
+    lines: BinaryIO | None = None,
+    out: TextIO | None = None,
+    problem: Problem | None = None,
 ) -> int:
     """Translates each line typed (or piped) in as soon as it is read; returns how many.
 
@@ -138,6 +171,7 @@ def decode_interactive(
       translator: the model and settings.
       lines: where lines are read, as bytes; default stdin.
       out: where outputs are printed, one line each; default stdout.
+      problem: the problem trained on, if known (see `translate_lines`).
     """
     lines = lines or sys.stdin.buffer
     out = out or sys.stdout
@@ -160,7 +194,7 @@ def decode_interactive(
                 error.start,
             )
             text = ""
-        (translation,) = translator.translate([text])
+        (translation,) = translate_lines(translator, [text], problem)
         print(_line(translation, translator), file=out, flush=True)
 
 

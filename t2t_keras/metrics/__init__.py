@@ -1,4 +1,4 @@
-"""Scores of model outputs: BLEU in labelled conventions, bracket F1 for parsing."""
+"""Scores of model outputs: BLEU in labelled conventions, EVALB's bracket F1 for parsing."""
 
 from t2t_keras.metrics.bleu import (
     MOSES_LANGUAGES,
@@ -10,24 +10,17 @@ from t2t_keras.metrics.bleu import (
     split_compounds,
     uncased_bleu,
 )
-from t2t_keras.metrics.bracket_f1 import (
-    BracketScore,
-    MalformedTreeError,
-    bracket_f1,
-    labeled_brackets,
-)
+from t2t_keras.metrics.evalb import EvalbSummary, score_lines
 
 __all__ = [
     "MOSES_LANGUAGES",
     "BleuScore",
-    "BracketScore",
-    "MalformedTreeError",
+    "EvalbSummary",
     "bleu_scores",
-    "bracket_f1",
-    "labeled_brackets",
     "paper_bleu",
     "paper_tokenize",
     "sacrebleu_score",
+    "score_lines",
     "split_compounds",
     "uncased_bleu",
 ]

@@ -1,180 +1,120 @@
-"""Labeled bracket scores of PTB trees, by the rules of EVALB with COLLINS.prm.
+"""Labeled bracket scores of PTB trees, as the EVALB program computes them with COLLINS.prm.
 
-The rules (EVALB's README, section 7, with COLLINS.prm's settings):
-  - Words whose *gold* POS tag is in DELETE_LABELS (traces and the
-    punctuation tags , : `` '' .) are removed from both trees; constituents
-    left dominating nothing are removed with them. Bracket spans count the
-    remaining words.
-  - Constituents labeled TOP (or ROOT, or an empty label: the outer bracket
-    of a tree file) are not scored; their children are.
-  - Function tags are stripped: NP-SBJ and NP=2 are NP (labels starting with
-    "-", such as -NONE-, are kept as they are). PRT counts as ADVP.
-  - Precision and recall compare the brackets (label, start, end) as
-    multisets: n gold and m test copies of one bracket match min(n, m) times.
-  - A sentence whose words differ between gold and test is an error: it is
-    counted, reported, and left out of every score.
-  - A sentence's length counts its words except traces (-NONE-), punctuation
-    included; the `<= 40` summary keeps sentences of at most 40.
-  - Tagging accuracy counts the words that are not deleted.
+The rules (EVALB's evalb.c and COLLINS.prm), applied to each gold/test pair:
+  - A word whose own tree tags it with a DELETE_LABEL (-NONE-, and the
+    punctuation tags , : `` '' .) is removed from that tree; gold and test
+    are read the same way, each by its own tags. A constituent whose span
+    holds no remaining word is not a bracket.
+  - If the test tree keeps no word, the sentence is skipped; if the two keep
+    different numbers of words, or different words, it is an error. Skipped
+    and error sentences are counted and left out of every score.
+  - A constituent's label is cut at its first "-" or "=" (NP-SBJ-1 and NP=2
+    are NP; -NONE- becomes ""); a constituent labelled TOP is not scored,
+    but its children are. An outer bracket labelled "" or ROOT *is* scored,
+    as EVALB does: give gold and test trees the same outer bracket.
+  - PRT and ADVP are one label. Brackets (label, start, end) match as
+    multisets; a test bracket that crosses a gold one counts once.
+  - Length is the gold tree's words except -NONE-, punctuation included;
+    the `<= 40` summary keeps the sentences (errors and skips too) of at most
+    40 such words.
+  - Tagging accuracy compares the tags of the kept words.
+`format_report` prints EVALB's summary (and per-sentence table) line for line.
+EVALB stops after MAX_ERROR errors (10 in COLLINS.prm); this never stops.
 """
 
 from __future__ import annotations
 
 import collections
 import dataclasses
+import re
 from collections.abc import Sequence
+
+from t2t_keras.data.trees import Tree, TreeError, parse_tree
 
 DELETE_LABELS = frozenset({"TOP", "-NONE-", ",", ":", "``", "''", "."})
 DELETE_FOR_LENGTH = frozenset({"-NONE-"})
 EQUAL_LABELS = {"PRT": "ADVP"}
-WRAPPER_LABELS = frozenset({"", "TOP", "ROOT"})
 CUTOFF_LENGTH = 40
+VALID, ERROR, SKIP = 0, 1, 2  # EVALB's sentence status.
 
-Bracket = tuple[str, int, int]  # (label, first word, one past the last word)
+Bracket = tuple[str, int, int]  # (label, first kept word, one past the last)
 
+__all__ = ["Tree", "TreeError", "evalb", "format_report", "parse_tree", "score_lines"]
 
-class TreeError(ValueError):
-    """A line that is not one well-formed PTB tree."""
-
-
-@dataclasses.dataclass
-class Tree:
-    """A constituent: its label and children; a preterminal has one `str` child, its word."""
-
-    label: str
-    children: list[Tree | str]
-
-    @property
-    def is_preterminal(self) -> bool:
-        return len(self.children) == 1 and isinstance(self.children[0], str)
-
-    def tagged_words(self) -> list[tuple[str, str]]:
-        """(word, tag) of every leaf, left to right."""
-        if self.is_preterminal:
-            return [(str(self.children[0]), self.label)]
-        return [
-            pair
-            for child in self.children
-            if isinstance(child, Tree)
-            for pair in child.tagged_words()
-        ]
-
-
-def parse_tree(text: str) -> Tree:
-    """One PTB-bracketed tree, e.g. "(TOP (S (NP (DT The) (NN cat)) (VP (VBD sat))))".
-
-    Raises:
-      TreeError: unbalanced brackets, a word outside a preterminal, or more than one tree.
-    """
-    tokens = text.replace("(", " ( ").replace(")", " ) ").split()
-    if not tokens:
-        raise TreeError("an empty line is not a tree")
-    tree, position = _parse(tokens, 0)
-    if position != len(tokens):
-        raise TreeError(f"text after the tree's closing bracket: {' '.join(tokens[position:])!r}")
-    return tree
-
-
-def _parse(tokens: list[str], position: int) -> tuple[Tree, int]:
-    if tokens[position] != "(":
-        raise TreeError(f"expected '(' but found {tokens[position]!r}")
-    position += 1
-    label = ""
-    if position < len(tokens) and tokens[position] not in "()":
-        label, position = tokens[position], position + 1
-    children: list[Tree | str] = []
-    while position < len(tokens) and tokens[position] != ")":
-        if tokens[position] == "(":
-            child, position = _parse(tokens, position)
-            children.append(child)
-        else:
-            children.append(tokens[position])
-            position += 1
-    if position >= len(tokens):
-        raise TreeError("a bracket is never closed")
-    words = [child for child in children if isinstance(child, str)]
-    if words and len(children) > 1:
-        raise TreeError(f"word(s) {words} beside constituents under {label!r}")
-    if not children:
-        raise TreeError(f"an empty constituent {label!r}")
-    return Tree(label, children), position + 1
+_LABEL_END = re.compile(r"[-=]")
 
 
 def scoring_label(label: str) -> str:
-    """The label EVALB compares: function tags stripped, PRT as ADVP."""
-    if not label.startswith("-"):
-        label = label.split("-")[0].split("=")[0]
+    """The label EVALB compares: cut at its first "-" or "=", PRT as ADVP."""
+    label = _LABEL_END.split(label, maxsplit=1)[0]
     return EQUAL_LABELS.get(label, label)
 
 
 @dataclasses.dataclass
-class BracketCounts:
-    """Brackets in gold and test and those matched, crossing brackets, tags right of words."""
+class SentenceScore:
+    """One sentence's counts as EVALB's per-sentence table has them.
 
+    Attributes:
+      length: gold words except -NONE- (EVALB's "Len.").
+      status: VALID, ERROR or SKIP.
+      error: what made it an error or a skip.
+      malformed: the error is a line that is not a tree.
+    """
+
+    length: int = 0
+    status: int = VALID
+    error: str | None = None
+    malformed: bool = False
+    matched: int = 0
     gold_brackets: int = 0
     test_brackets: int = 0
-    matched: int = 0
     crossing: int = 0
     words: int = 0
     correct_tags: int = 0
 
 
-@dataclasses.dataclass
-class SentenceScore(BracketCounts):
-    """One sentence's counts and length, or its error."""
-
-    length: int = 0
-    error: str | None = None
-
-
 def score_sentence(gold: Tree, test: Tree) -> SentenceScore:
-    """EVALB's per-sentence counts of `test` against `gold` (see the module docstring)."""
+    """EVALB's counts of `test` against `gold` (see the module docstring)."""
     gold_words, test_words = gold.tagged_words(), test.tagged_words()
-    if [w for w, _ in gold_words] != [w for w, _ in test_words]:
-        return SentenceScore(error=_word_error(gold_words, test_words))
-    kept = [tag not in DELETE_LABELS for _, tag in gold_words]
-    gold_set = _brackets(gold, kept)
-    test_set = _brackets(test, kept)
-    tags = [
-        (g, t) for (_, g), (_, t), keep in zip(gold_words, test_words, kept, strict=True) if keep
-    ]
+    length = sum(tag not in DELETE_FOR_LENGTH for _, tag in gold_words)
+    gold_kept = [pair for pair in gold_words if pair[1] not in DELETE_LABELS]
+    test_kept = [pair for pair in test_words if pair[1] not in DELETE_LABELS]
+    if not test_kept:
+        return SentenceScore(length, SKIP, "the test tree keeps no word")
+    if len(gold_kept) != len(test_kept):
+        return SentenceScore(length, ERROR, f"Length unmatch ({len(gold_kept)}|{len(test_kept)})")
+    for (gold_word, _), (test_word, _) in zip(gold_kept, test_kept, strict=True):
+        if gold_word != test_word:
+            return SentenceScore(length, ERROR, f"Words unmatch ({gold_word}|{test_word})")
+    gold_set, test_set = _brackets(gold), _brackets(test)
     return SentenceScore(
-        length=sum(tag not in DELETE_FOR_LENGTH for _, tag in gold_words),
+        length,
+        matched=sum((gold_set & test_set).values()),
         gold_brackets=sum(gold_set.values()),
         test_brackets=sum(test_set.values()),
-        matched=sum((gold_set & test_set).values()),
         crossing=sum(count for bracket, count in test_set.items() if _crosses(bracket, gold_set)),
-        words=len(tags),
-        correct_tags=sum(g == t for g, t in tags),
+        words=len(gold_kept),
+        correct_tags=sum(
+            scoring_label(g) == scoring_label(t)
+            for (_, g), (_, t) in zip(gold_kept, test_kept, strict=True)
+        ),
     )
 
 
-def _word_error(gold: list[tuple[str, str]], test: list[tuple[str, str]]) -> str:
-    if len(gold) != len(test):
-        return f"length mismatch: {len(gold)} gold words, {len(test)} test words"
-    index = next(i for i, (g, t) in enumerate(zip(gold, test, strict=True)) if g[0] != t[0])
-    return f"word mismatch at word {index + 1}: gold {gold[index][0]!r}, test {test[index][0]!r}"
-
-
-def _brackets(tree: Tree, kept: list[bool]) -> collections.Counter[Bracket]:
-    """The scored brackets of `tree` over the kept words."""
-    # positions[i]: kept words before word i, so spans count kept words only.
-    positions = [0]
-    for keep in kept:
-        positions.append(positions[-1] + keep)
+def _brackets(tree: Tree) -> collections.Counter[Bracket]:
+    """The scored brackets of `tree`, spans counted in the words its own tags keep."""
     found: collections.Counter[Bracket] = collections.Counter()
 
     def visit(node: Tree, first: int) -> int:
-        """Adds node's brackets; returns one past its last word."""
+        """Adds node's brackets; returns one past its last kept word."""
         if node.is_preterminal:
-            return first + 1
+            return first + (node.label not in DELETE_LABELS)
         end = first
         for child in node.children:
-            assert isinstance(child, Tree)
             end = visit(child, end)
-        start, stop = positions[first], positions[end]
-        if stop > start and node.label not in WRAPPER_LABELS and node.label not in DELETE_LABELS:
-            found[(scoring_label(node.label), start, stop)] += 1
+        label = scoring_label(node.label)
+        if end > first and label not in DELETE_LABELS:
+            found[(label, first, end)] += 1
         return end
 
     visit(tree, 0)
@@ -189,22 +129,91 @@ def _crosses(bracket: Bracket, gold: collections.Counter[Bracket]) -> bool:
     )
 
 
+def score_lines(
+    gold: Sequence[str], test: Sequence[str], names: tuple[str, str] = ("gold", "test")
+) -> list[SentenceScore]:
+    """Scores of tree lines paired in order.
+
+    An empty test line is a skipped sentence (EVALB's reading of a tree
+    with no words); a line that is not a tree is an error naming it.
+
+    Args:
+      gold, test: one bracketed tree per line, as many of each.
+      names: what to call the two sides in an error, e.g. ("--gold", "--test").
+    """
+    if len(gold) != len(test):
+        raise ValueError(f"{len(gold)} gold trees but {len(test)} test trees.")
+    return [
+        _score_line(gold_line, test_line, names, number)
+        for number, (gold_line, test_line) in enumerate(zip(gold, test, strict=True), start=1)
+    ]
+
+
+def _score_line(
+    gold_line: str, test_line: str, names: tuple[str, str], number: int
+) -> SentenceScore:
+    if not test_line.strip():  # EVALB skips a test tree without words.
+        return SentenceScore(_gold_length(gold_line), SKIP, "an empty test line")
+    try:
+        gold_tree = _parsed(gold_line, names[0], number)
+        test_tree = _parsed(test_line, names[1], number)
+    except TreeError as error:
+        return SentenceScore(_gold_length(gold_line), ERROR, str(error), malformed=True)
+    return score_sentence(gold_tree, test_tree)
+
+
+def _gold_length(line: str) -> int:
+    """The length of a gold line's tree; 0 if it is not one."""
+    try:
+        return _length(parse_tree(line))
+    except TreeError:
+        return 0
+
+
+def _parsed(line: str, name: str, number: int) -> Tree:
+    try:
+        return parse_tree(line)
+    except TreeError as error:
+        raise TreeError(f"{name} line {number} is not a tree: {error}") from None
+
+
+def _length(tree: Tree) -> int:
+    return sum(tag not in DELETE_FOR_LENGTH for _, tag in tree.tagged_words())
+
+
 @dataclasses.dataclass
-class EvalbSummary(BracketCounts):
+class EvalbSummary:
     """EVALB's summary over sentences (all, or those of at most 40 words)."""
 
     sentences: int = 0
     errors: int = 0
+    skipped: int = 0
+    matched: int = 0
+    gold_brackets: int = 0
+    test_brackets: int = 0
     complete_match: int = 0
+    crossing: int = 0
+    no_crossing: int = 0
+    two_or_less_crossing: int = 0
+    words: int = 0
+    correct_tags: int = 0
 
     def add(self, score: SentenceScore) -> None:
         self.sentences += 1
-        if score.error:
-            self.errors += 1
+        if score.status != VALID:
+            self.errors += score.status == ERROR
+            self.skipped += score.status == SKIP
             return
-        for field in dataclasses.fields(BracketCounts):
-            setattr(self, field.name, getattr(self, field.name) + getattr(score, field.name))
+        for name in ("matched", "gold_brackets", "test_brackets", "crossing", "words"):
+            setattr(self, name, getattr(self, name) + getattr(score, name))
+        self.correct_tags += score.correct_tags
         self.complete_match += score.matched == score.gold_brackets == score.test_brackets
+        self.no_crossing += score.crossing == 0
+        self.two_or_less_crossing += score.crossing <= 2
+
+    @property
+    def valid(self) -> int:
+        return self.sentences - self.errors - self.skipped
 
     @property
     def recall(self) -> float:
@@ -216,16 +225,13 @@ class EvalbSummary(BracketCounts):
 
     @property
     def f1(self) -> float:
+        """2PR / (P + R); 0 where EVALB prints -nan (nothing matched or nothing to score)."""
         total = self.recall + self.precision
         return 2 * self.recall * self.precision / total if total else 0.0
 
     @property
     def tagging_accuracy(self) -> float:
         return _percent(self.correct_tags, self.words)
-
-    @property
-    def complete_match_percent(self) -> float:
-        return _percent(self.complete_match, self.sentences - self.errors)
 
 
 def evalb(
@@ -241,13 +247,74 @@ def evalb(
 
 
 def summarize(scores: Sequence[SentenceScore]) -> tuple[EvalbSummary, EvalbSummary]:
-    """(summary of all sentences, of those of at most CUTOFF_LENGTH words); errors count in both."""
+    """(summary of all sentences, of those whose gold length is at most CUTOFF_LENGTH)."""
     everything, short = EvalbSummary(), EvalbSummary()
     for score in scores:
         everything.add(score)
-        if score.error or score.length <= CUTOFF_LENGTH:
+        if score.length <= CUTOFF_LENGTH:
             short.add(score)
     return everything, short
+
+
+def format_report(scores: Sequence[SentenceScore], sentences: bool = False) -> str:
+    """EVALB's output: with `sentences` its per-sentence table and totals, then its summary."""
+    everything, short = summarize(scores)
+    lines = []
+    if sentences:
+        lines += [
+            "  Sent.                        Matched  Bracket   Cross        Correct Tag",
+            " ID  Len.  Stat. Recal  Prec.  Bracket gold test Bracket Words  Tags Accracy",
+            "=" * 76,
+            *(_sentence_row(number, score) for number, score in enumerate(scores, start=1)),
+            "=" * 76,
+            _totals_row(everything),
+        ]
+    lines += ["=== Summary ===", "", "-- All --", *_summary_lines(everything)]
+    lines += ["", f"-- len<={CUTOFF_LENGTH} --", *_summary_lines(short)]
+    return "\n".join(lines)
+
+
+def _sentence_row(number: int, s: SentenceScore) -> str:
+    recall, precision = _percent(s.matched, s.gold_brackets), _percent(s.matched, s.test_brackets)
+    return (
+        f"{number:4d}  {s.length:3d}    {s.status}  "
+        f"{recall:6.2f} {precision:6.2f}   {s.matched:3d}    {s.gold_brackets:3d}  "
+        f"{s.test_brackets:3d}    {s.crossing:3d}"
+        f"   {s.words:4d}  {s.correct_tags:4d}   {_percent(s.correct_tags, s.words):6.2f}"
+    )
+
+
+def _totals_row(total: EvalbSummary) -> str:
+    brackets = ""
+    if total.gold_brackets and total.test_brackets:
+        brackets = (
+            f"                {total.recall:6.2f} {total.precision:6.2f} {total.matched:6d} "
+            f"{total.gold_brackets:5d} {total.test_brackets:5d}  {total.crossing:5d}"
+        )
+    return f"{brackets}  {total.words:5d} {total.correct_tags:5d}   {total.tagging_accuracy:6.2f}"
+
+
+def _summary_lines(total: EvalbSummary) -> list[str]:
+    valid = total.valid
+    f1 = f"{total.f1:6.2f}" if total.recall + total.precision else "  -nan"
+
+    def per_sentence(count: float, scale: float = 100.0) -> str:
+        return f"{scale * count / valid if valid else 0.0:6.2f}"
+
+    return [
+        f"Number of sentence        = {total.sentences:6d}",
+        f"Number of Error sentence  = {total.errors:6d}",
+        f"Number of Skip  sentence  = {total.skipped:6d}",
+        f"Number of Valid sentence  = {valid:6d}",
+        f"Bracketing Recall         = {total.recall:6.2f}",
+        f"Bracketing Precision      = {total.precision:6.2f}",
+        f"Bracketing FMeasure       = {f1}",
+        f"Complete match            = {per_sentence(total.complete_match)}",
+        f"Average crossing          = {per_sentence(total.crossing, 1.0)}",
+        f"No crossing               = {per_sentence(total.no_crossing)}",
+        f"2 or less crossing        = {per_sentence(total.two_or_less_crossing)}",
+        f"Tagging accuracy          = {total.tagging_accuracy:6.2f}",
+    ]
 
 
 def _percent(part: int, whole: int) -> float:

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from t2t_keras.errors import UserError
 from t2t_keras.metrics.bleu import sacrebleu_score
-from t2t_keras.metrics.bracket_f1 import bracket_f1
+from t2t_keras.metrics.evalb import format_report, score_lines, summarize
 
 OUTPUT_METRICS = ("bleu", "exact_match", "bracket_f1")
 
@@ -22,10 +22,12 @@ def exact_match(hypotheses: Sequence[str], references: Sequence[str]) -> float:
 
 
 def score(name: str, hypotheses: Sequence[str], references: Sequence[str]) -> tuple[float, str]:
-    """(value, printable line) of output metric `name`.
+    """(value, printable text) of output metric `name`.
 
     Values: "bleu" is sacreBLEU (cased, detokenized, 13a) in 0..100,
-    "exact_match" a fraction in 0..1, "bracket_f1" labeled bracket F1 in 0..100.
+    "exact_match" a fraction in 0..1, "bracket_f1" EVALB's labeled bracket F1
+    (COLLINS.prm) of PTB trees against gold trees, in 0..100, printed as
+    EVALB's summaries of all sentences and of those of at most 40 words.
 
     Raises:
       UserError: an unknown metric name.
@@ -37,6 +39,7 @@ def score(name: str, hypotheses: Sequence[str], references: Sequence[str]) -> tu
         value = exact_match(hypotheses, references)
         return value, f"exact match: {100 * value:.2f}% of {len(references)} sentences"
     if name == "bracket_f1":
-        brackets = bracket_f1(hypotheses, references)
-        return brackets.f1, str(brackets)
+        scores = score_lines(references, hypotheses, names=("reference", "output"))
+        everything, _ = summarize(scores)
+        return everything.f1, format_report(scores)
     raise UserError(f"unknown metric {name!r}; known: {', '.join(OUTPUT_METRICS)}.")

@@ -16,6 +16,7 @@ import tensorflow as tf
 
 from t2t_keras.data.batching import BatchingConfig
 from t2t_keras.data.problem import Problem
+from t2t_keras.decoding.decode import translate_lines
 from t2t_keras.decoding.decode_hparams import DecodeHParams
 from t2t_keras.decoding.translate import Translator
 from t2t_keras.metrics.output_metrics import OUTPUT_METRICS, score
@@ -99,4 +100,5 @@ class Evaluator:
             self._references = [target for _, target in pairs]
             encoders = self.problem.feature_encoders(self.data_dir)
             self._translator = Translator(self.model, encoders, DecodeHParams(), self.jit_compile)
-        return [translation.text for translation in self._translator.translate(self._sources)]
+        translations = translate_lines(self._translator, self._sources, self.problem)
+        return [translation.text for translation in translations]

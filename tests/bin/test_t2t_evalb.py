@@ -22,12 +22,14 @@ def test_scores_and_counts_errors(tmp_path: Path) -> None:
     result = run_in_process("t2t-evalb", f"--gold={gold}", f"--test={test}", "--sentences")
     assert result.returncode == 0, result.stderr
     # Sentence 2 has S right and misses NP, VP, PP, NP: recall 6 / 10, precision 6 / 6.
-    assert summary_value(result.stdout, "Number of error sentences") == 1
-    assert summary_value(result.stdout, "Bracketing recall") == 60.0
-    assert summary_value(result.stdout, "Bracketing precision") == 100.0
-    assert summary_value(result.stdout, "Bracketing F1") == 75.0
+    assert summary_value(result.stdout, "Number of Error sentence") == 1
+    assert summary_value(result.stdout, "Bracketing Recall") == 60.0
+    assert summary_value(result.stdout, "Bracketing Precision") == 100.0
+    assert summary_value(result.stdout, "Bracketing FMeasure") == 75.0
     assert summary_value(result.stdout, "Complete match") == 50.0
-    assert "--test line 3" in result.stdout and "--test line 3" in result.stderr
+    rows = result.stdout.splitlines()[3:6]  # EVALB's table: ID, length, status ...
+    assert [row.split()[:3] for row in rows] == [["1", "7", "0"], ["2", "7", "0"], ["3", "7", "1"]]
+    assert "--test line 3 is not a tree" in result.stderr
 
 
 def test_files_of_different_lengths_are_refused(tmp_path: Path) -> None:

@@ -1,0 +1,108 @@
+"""ParsingProblem: constituency parsing as translation, trees in and trees out.
+
+A subclass says which treebank files make each split (`tree_files`); the
+class reads them, skipping and reporting malformed trees, and turns each tree
+into a sample: the words as input, the linearized tree as target
+(`t2t_keras.data.trees`), and the gold tree as the reference the dev and test
+splits keep beside their shards. Decoding gives trees back: every output is
+repaired into a PTB tree over exactly the input's words
+(`t2t_keras.data.tree_repair`) and scored by EVALB's rules against the gold
+trees (`t2t_keras.metrics.evalb`).
+
+Inputs are words separated by spaces, tokenized as the treebank is. Brackets
+in an input are written as the treebank writes them ("(" -> -LRB-, see
+`trees.escape_words`) before the model reads it, and stay so in the output
+tree's leaves, as they are in gold trees.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+from absl import logging
+
+from t2t_keras.data import corpus, trees
+from t2t_keras.data.text_problem import Sample, Text2TextProblem
+from t2t_keras.data.tree_repair import RepairCounts, output_tree
+
+# Malformed trees reported one by one per file; the rest are only counted.
+_REPORTED_PER_FILE = 10
+
+
+class ParsingProblem(Text2TextProblem):
+    """Words -> linearized tree; decodes to PTB trees scored by EVALB's rules."""
+
+    dataset_splits = {"train": 10, "dev": 1, "test": 1}  # noqa: RUF012
+    keep_text = True
+
+    def tree_files(self, tmp_dir: str, split: str) -> list[str]:
+        """The treebank files of the split: one tree a line, or trees spanning lines."""
+        raise NotImplementedError(f"{type(self).__name__} must define tree_files.")
+
+    def generate_samples(self, data_dir: str, tmp_dir: str, split: str) -> Iterator[Sample]:
+        for path in self.tree_files(tmp_dir, split):
+            yield from tree_samples(path)
+
+    def eval_metrics(self) -> list[str]:
+        return ["bracket_f1"]
+
+    def decode_metrics(self) -> list[str]:
+        return ["bracket_f1"]  # BLEU of bracketed trees means nothing.
+
+    def model_input(self, line: str) -> str:
+        return " ".join(trees.escape_words(line))
+
+    def output_texts(self, sources: Sequence[str], outputs: Sequence[str]) -> list[str]:
+        """One PTB tree per output over its source's words (`output_trees`); repairs logged."""
+        texts, counts = self.output_trees(sources, outputs)
+        if counts.repaired:
+            logging.warning("%s: %s.", self.name, counts)
+        elif counts.outputs:
+            logging.info("%s: %s.", self.name, counts)
+        return texts
+
+    @staticmethod
+    def output_trees(
+        sources: Sequence[str], outputs: Sequence[str]
+    ) -> tuple[list[str], RepairCounts]:
+        """(one PTB tree per output, "" for an empty source; how many needed which repair)."""
+        counts = RepairCounts()
+        texts = []
+        for source, output in zip(sources, outputs, strict=True):
+            words = trees.escape_words(source)
+            if not words:
+                texts.append("")
+                continue
+            tree, repairs = output_tree(output, words)
+            counts.add(repairs)
+            texts.append(str(tree))
+        return texts, counts
+
+
+def tree_samples(path: str) -> Iterator[Sample]:
+    """{"inputs": words, "targets": linearized tree, "reference": gold tree} per tree of a file.
+
+    The gold tree is cleaned as the target is (no traces, no function tags)
+    and put under TOP. A malformed tree is logged with the file and the line
+    it starts on, and skipped; the number skipped is logged at the end.
+    """
+    lines = (
+        corpus.decode_line(raw, path, number)
+        for number, raw in enumerate(corpus.read_lines(path), start=1)
+    )
+    skipped = 0
+    for line, parsed in trees.read_trees(lines):
+        if isinstance(parsed, trees.TreeError):
+            skipped += 1
+            if skipped <= _REPORTED_PER_FILE:
+                logging.warning("%s, line %d: %s; tree skipped.", path, line, parsed)
+            continue
+        tree = trees.clean(parsed)
+        if tree is not None:
+            yield {
+                "inputs": " ".join(tree.words()),
+                "targets": trees.linearize(tree),
+                "reference": str(trees.Tree("TOP", [tree])),
+            }
+    if skipped:
+        logging.warning("%s: %d malformed tree(s) skipped.", path, skipped)
