@@ -40,6 +40,8 @@ def main() -> int:
     for number, score in enumerate(scores, start=1):
         if score.error and score.status == evalb.ERROR:
             logging.warning("Sentence %d: %s; counted as an error.", number, score.error)
+    if warning := evalb.outer_bracket_warning(gold_lines, test_lines):
+        logging.warning("%s", warning)
     print(evalb.format_report(scores, sentences=FLAGS.sentences))
     return 0
 

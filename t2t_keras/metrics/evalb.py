@@ -42,6 +42,7 @@ Bracket = tuple[str, int, int]  # (label, first kept word, one past the last)
 __all__ = ["Tree", "TreeError", "evalb", "format_report", "parse_tree", "score_lines"]
 
 _LABEL_END = re.compile(r"[-=]")
+_OUTER_LABEL = re.compile(r"\s*\(\s*([^\s()]*)\s*\(")
 
 
 def scoring_label(label: str) -> str:
@@ -160,6 +161,41 @@ def _score_line(
     except TreeError as error:
         return SentenceScore(_gold_length(gold_line), ERROR, str(error), malformed=True)
     return score_sentence(gold_tree, test_tree)
+
+
+def outer_bracket_warning(gold: Sequence[str], test: Sequence[str]) -> str | None:
+    """A warning if gold and test trees wrap sentences in differently scored outer brackets.
+
+    EVALB scores an outer bracket labelled "" or ROOT as a constituent but not
+    one labelled TOP: with "( (S ...) )" gold trees and "(TOP (S ...))" test
+    trees, every sentence loses a bracket of recall.
+    """
+    differing = collections.Counter(
+        (gold_label, test_label)
+        for gold_line, test_line in zip(gold, test, strict=True)
+        if (gold_label := _outer_label(gold_line)) is not None
+        and (test_label := _outer_label(test_line)) is not None
+        and _scored_wrapper(gold_label) != _scored_wrapper(test_label)
+    )
+    if not differing:
+        return None
+    (gold_label, test_label), count = differing.most_common(1)[0]
+    return (
+        f"{sum(differing.values())} sentence(s) have outer brackets EVALB scores differently, "
+        f"e.g. gold {gold_label or '(empty)'} and test {test_label or '(empty)'} ({count}): "
+        "EVALB scores an outer bracket labelled ROOT or left empty as a constituent, TOP "
+        "not. Give both files the same outer bracket for comparable scores."
+    )
+
+
+def _scored_wrapper(label: str) -> str | None:
+    """The label of an outer bracket EVALB scores although it only wraps the tree."""
+    return label if label in ("", "ROOT") else None
+
+
+def _outer_label(line: str) -> str | None:
+    match = _OUTER_LABEL.match(line)
+    return match.group(1) if match else None
 
 
 def _gold_length(line: str) -> int:

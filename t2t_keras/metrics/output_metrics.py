@@ -8,11 +8,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from absl import logging
+
 from t2t_keras.errors import UserError
 from t2t_keras.metrics.bleu import sacrebleu_score
-from t2t_keras.metrics.evalb import format_report, score_lines, summarize
+from t2t_keras.metrics.evalb import (
+    ERROR,
+    format_report,
+    outer_bracket_warning,
+    score_lines,
+    summarize,
+)
 
 OUTPUT_METRICS = ("bleu", "exact_match", "bracket_f1")
+_ERRORS_LOGGED = 5
 
 
 def exact_match(hypotheses: Sequence[str], references: Sequence[str]) -> float:
@@ -39,7 +48,19 @@ def score(name: str, hypotheses: Sequence[str], references: Sequence[str]) -> tu
         value = exact_match(hypotheses, references)
         return value, f"exact match: {100 * value:.2f}% of {len(references)} sentences"
     if name == "bracket_f1":
-        scores = score_lines(references, hypotheses, names=("reference", "output"))
-        everything, _ = summarize(scores)
-        return everything.f1, format_report(scores)
+        return _bracket_f1(hypotheses, references)
     raise UserError(f"unknown metric {name!r}; known: {', '.join(OUTPUT_METRICS)}.")
+
+
+def _bracket_f1(hypotheses: Sequence[str], references: Sequence[str]) -> tuple[float, str]:
+    """EVALB's F-measure and report; why sentences were errors, and outer brackets, logged."""
+    scores = score_lines(references, hypotheses, names=("reference", "output"))
+    errors = [(n, s.error) for n, s in enumerate(scores, start=1) if s.status == ERROR]
+    for number, error in errors[:_ERRORS_LOGGED]:
+        logging.warning("Sentence %d is an error sentence: %s.", number, error)
+    if len(errors) > _ERRORS_LOGGED:
+        logging.warning("... and %d more error sentences.", len(errors) - _ERRORS_LOGGED)
+    if warning := outer_bracket_warning(references, hypotheses):
+        logging.warning("%s", warning)
+    everything, _ = summarize(scores)
+    return everything.f1, format_report(scores)

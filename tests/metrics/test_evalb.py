@@ -159,3 +159,14 @@ def test_the_wsj_sample_against_itself_scores_100() -> None:
     assert everything.f1 == short.f1 == everything.tagging_accuracy == 100.0
     assert everything.complete_match == everything.sentences
     assert short.sentences < everything.sentences  # Some sample sentences exceed 40 words.
+
+
+def test_outer_brackets_that_evalb_scores_differently_are_warned_about() -> None:
+    tree = "(S (NP (DT a)) (VP (VB b)))"
+    # EVALB scores "" and ROOT outer brackets, not TOP: the first pair loses a bracket.
+    assert "outer brackets" in evalb.outer_bracket_warning([f"( {tree} )"], [f"(TOP {tree})"])
+    assert evalb.outer_bracket_warning([f"(ROOT {tree})"], [f"( {tree} )"]) is not None
+    assert evalb.outer_bracket_warning([tree], [f"(TOP {tree})"]) is None
+    assert evalb.outer_bracket_warning([f"( {tree} )"], [f"( {tree} )"]) is None
+    gold, test = score(f"( {tree} )", f"(TOP {tree})"), score(f"(TOP {tree})", f"(TOP {tree})")
+    assert (gold.gold_brackets, gold.test_brackets, test.gold_brackets) == (4, 3, 3)
