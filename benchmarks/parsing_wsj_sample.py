@@ -27,15 +27,13 @@ import time
 from pathlib import Path
 
 from absl import app, flags
+from one_device import budget, run_summary, train_without_evaluation
 
 from t2t_keras import catalog, registry
 from t2t_keras.decoding.decode_hparams import DecodeHParams
 from t2t_keras.decoding.translate import Translator
 from t2t_keras.metrics import evalb
 from t2t_keras.run.loading import load_trained
-from t2t_keras.training import make_strategy
-from t2t_keras.training.config import TrainConfig
-from t2t_keras.training.trainer import train
 
 SAMPLE = Path(__file__).resolve().parents[2] / "shared" / "data" / "ptb"
 SAMPLE_FILE = SAMPLE / "wsj_0001-0199.oneline.mrg"
@@ -88,36 +86,18 @@ def prepare_data(work_dir: str) -> str:
 
 def train_for_budget(data_dir: str, output_dir: str) -> dict:
     """Trains for --minutes; returns steps, seconds and target tokens/s."""
-    hparams = registry.hparams(FLAGS.hparams_set).override(FLAGS.hparams)
-    budget = FLAGS.minutes * 60
-    config = TrainConfig(
-        train_steps=10**9,
-        max_seconds=budget,
-        eval_every_steps=0,
-        eval_steps=0,
-        eval_bleu_examples=0,
-        save_checkpoints_steps=0,
-        save_checkpoints_secs=max(int(budget / 30), 1),
-        average_checkpoints=FLAGS.average if FLAGS.average > 1 else 0,
+    result = train_without_evaluation(
+        PROBLEM,
+        FLAGS.hparams_set,
+        FLAGS.hparams,
+        data_dir,
+        output_dir,
+        **budget(FLAGS.minutes, FLAGS.average),
         log_every_steps=100,
         random_seed=FLAGS.seed,
         xla=FLAGS.xla,
     )
-    result = train(
-        registry.problem(PROBLEM),
-        "transformer",
-        hparams,
-        data_dir,
-        output_dir,
-        make_strategy("one_device"),
-        config,
-        FLAGS.hparams_set,
-    )
-    return {
-        "steps": result.step,
-        "train_seconds": round(result.seconds, 1),
-        "target_tokens_per_second": round(result.target_tokens_per_second, 1),
-    }
+    return run_summary(result)
 
 
 def decode_and_score(run_dir: str, data_dir: str, work_dir: str) -> dict:

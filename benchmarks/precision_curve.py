@@ -23,11 +23,9 @@ import tempfile
 import tensorflow as tf
 from absl import app, flags
 from multi30k import PROBLEM, prepare_data
+from one_device import train_without_evaluation
 
-from t2t_keras import catalog, registry
-from t2t_keras.training import make_strategy
-from t2t_keras.training.config import TrainConfig
-from t2t_keras.training.trainer import train
+from t2t_keras import catalog
 
 flags.DEFINE_integer("steps", 300, "Updates per precision.")
 flags.DEFINE_string("hparams_set", "transformer_small_cpu", "The hparams set trained.")
@@ -46,27 +44,18 @@ FLAGS = flags.FLAGS
 
 def train_curve(data_dir: str, output_dir: str, precision: str) -> dict:
     """Trains --steps updates at one precision; returns the logged losses and tokens/s."""
-    config = TrainConfig(
+    result = train_without_evaluation(
+        PROBLEM,
+        FLAGS.hparams_set,
+        FLAGS.hparams,
+        data_dir,
+        output_dir,
         train_steps=FLAGS.steps,
-        eval_every_steps=0,
-        eval_steps=0,
-        eval_bleu_examples=0,
         save_checkpoints_steps=0,
         log_every_steps=FLAGS.log_every,
         random_seed=FLAGS.seed,
         deterministic=True,
         mixed_precision=precision,
-    )
-    hparams = registry.hparams(FLAGS.hparams_set).override(FLAGS.hparams)
-    result = train(
-        registry.problem(PROBLEM),
-        "transformer",
-        hparams,
-        data_dir,
-        output_dir,
-        make_strategy("one_device"),
-        config,
-        FLAGS.hparams_set,
     )
     return {
         "losses": logged_losses(output_dir),

@@ -27,15 +27,13 @@ import time
 
 from absl import app, flags
 from multi30k import PROBLEM, corpus_path, prepare_data, read_lines, score
+from one_device import budget, run_summary, train_without_evaluation
 
-from t2t_keras import catalog, registry
+from t2t_keras import catalog
 from t2t_keras.decoding.decode import decode_file
 from t2t_keras.decoding.decode_hparams import DecodeHParams
 from t2t_keras.decoding.translate import Translator
 from t2t_keras.run.loading import load_trained
-from t2t_keras.training import make_strategy
-from t2t_keras.training.config import TrainConfig
-from t2t_keras.training.trainer import train
 
 flags.DEFINE_float("minutes", 30.0, "Training budget in minutes.")
 flags.DEFINE_string("hparams_set", "transformer_small_cpu", "The hparams set trained.")
@@ -61,31 +59,18 @@ FLAGS = flags.FLAGS
 
 def train_for_budget(data_dir: str, output_dir: str) -> dict:
     """Trains for --minutes; returns steps, seconds and target tokens/s."""
-    problem = registry.problem(PROBLEM)
-    hparams = registry.hparams(FLAGS.hparams_set).override(FLAGS.hparams)
-    budget = FLAGS.minutes * 60
-    config = TrainConfig(
-        train_steps=10**9,
-        max_seconds=budget,
-        eval_every_steps=0,
-        eval_steps=0,
-        eval_bleu_examples=0,
-        save_checkpoints_steps=0,
-        save_checkpoints_secs=max(int(budget / 30), 1),
-        average_checkpoints=FLAGS.average,
+    result = train_without_evaluation(
+        PROBLEM,
+        FLAGS.hparams_set,
+        FLAGS.hparams,
+        data_dir,
+        output_dir,
+        **budget(FLAGS.minutes, FLAGS.average),
         log_every_steps=100,
         random_seed=FLAGS.seed,
         mixed_precision=FLAGS.mixed_precision,
     )
-    strategy = make_strategy("one_device")
-    result = train(
-        problem, "transformer", hparams, data_dir, output_dir, strategy, config, FLAGS.hparams_set
-    )
-    return {
-        "steps": result.step,
-        "train_seconds": round(result.seconds, 1),
-        "target_tokens_per_second": round(result.target_tokens_per_second, 1),
-    }
+    return run_summary(result)
 
 
 def decode_test_sets(run_dir: str, name: str, decode_hparams: str, test_sets: list[str]) -> dict:

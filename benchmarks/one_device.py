@@ -1,0 +1,56 @@
+"""The benchmarks' training runs: one device, no evaluation, for steps or a wall-clock budget."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from t2t_keras import registry
+from t2t_keras.training import make_strategy
+from t2t_keras.training.config import TrainConfig
+from t2t_keras.training.trainer import TrainResult, train
+
+
+def train_without_evaluation(
+    problem_name: str,
+    hparams_set: str,
+    hparams: str,
+    data_dir: str,
+    output_dir: str,
+    **config: Any,
+) -> TrainResult:
+    """Trains `hparams_set` (with `hparams` overrides) on one device; evaluation off.
+
+    `config` holds the other TrainConfig fields, e.g. `budget(minutes, average)`.
+    """
+    settings = TrainConfig(eval_every_steps=0, eval_steps=0, eval_bleu_examples=0, **config)
+    return train(
+        registry.problem(problem_name),
+        "transformer",
+        registry.hparams(hparams_set).override(hparams),
+        data_dir,
+        output_dir,
+        make_strategy("one_device"),
+        settings,
+        hparams_set,
+    )
+
+
+def budget(minutes: float, average: int) -> dict[str, Any]:
+    """TrainConfig fields for a run of `minutes`: 30 checkpoints by time, the last `average` averaged."""
+    seconds = minutes * 60
+    return {
+        "train_steps": 10**9,
+        "max_seconds": seconds,
+        "save_checkpoints_steps": 0,
+        "save_checkpoints_secs": max(int(seconds / 30), 1),
+        "average_checkpoints": average if average > 1 else 0,
+    }
+
+
+def run_summary(result: TrainResult) -> dict[str, float]:
+    """Steps, seconds and target tokens per second of a run, for a JSON line."""
+    return {
+        "steps": result.step,
+        "train_seconds": round(result.seconds, 1),
+        "target_tokens_per_second": round(result.target_tokens_per_second, 1),
+    }
