@@ -27,7 +27,7 @@ import re
 from absl import logging
 
 from t2t_keras import registry
-from t2t_keras.data.parsing_problem import ParsingProblem
+from t2t_keras.data import ParsingProblem
 from t2t_keras.errors import UserError
 
 SECTIONS = {"train": range(2, 22), "dev": range(22, 23), "test": range(23, 24)}
