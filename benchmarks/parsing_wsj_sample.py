@@ -30,6 +30,7 @@ from absl import app, flags
 from one_device import budget, run_summary, train_without_evaluation
 
 from t2t_keras import catalog, registry
+from t2t_keras.decoding.decode import report_progress
 from t2t_keras.decoding.decode_hparams import DecodeHParams
 from t2t_keras.decoding.translate import Translator
 from t2t_keras.metrics import evalb
@@ -109,8 +110,10 @@ def decode_and_score(run_dir: str, data_dir: str, work_dir: str) -> dict:
     pairs = problem.text_examples(data_dir, "test", -1)
     sources, gold = [s for s, _ in pairs], [g for _, g in pairs]
     start = time.monotonic()
-    translations = translator.translate([problem.model_input(s) for s in sources])
+    translations = translator.translate([problem.model_input(s) for s in sources], report_progress)
     seconds = time.monotonic() - start
+    raw_path = os.path.join(work_dir, "test.outputs")
+    Path(raw_path).write_text("".join(f"{t.text}\n" for t in translations), encoding="utf-8")
     trees, repairs = problem.output_trees(sources, [t.text for t in translations])
     gold_path, test_path = (os.path.join(work_dir, f"test.{n}.trees") for n in ("gold", "parsed"))
     Path(gold_path).write_text("\n".join(gold) + "\n", encoding="utf-8")
@@ -131,7 +134,7 @@ def decode_and_score(run_dir: str, data_dir: str, work_dir: str) -> dict:
         "repairs": dict(repairs.rules),
         "decode_seconds": round(seconds, 1),
         "sentences_per_second": round(len(sources) / seconds, 2),
-        "files": [gold_path, test_path],
+        "files": [gold_path, test_path, raw_path],
     }
     if FLAGS.evalb:
         result["evalb_program"] = run_evalb(gold_path, test_path)

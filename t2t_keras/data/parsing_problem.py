@@ -25,6 +25,38 @@ from t2t_keras.data import corpus, trees
 from t2t_keras.data.text_problem import Sample, Text2TextProblem
 from t2t_keras.data.tree_repair import RepairCounts, output_tree
 
+# The Penn Treebank's constituent labels (Bies et al. 1995, and NML): their
+# brackets are one vocabulary piece each, "(NP" and ")NP", as are XX and -LRB-; with
+# SentencePiece's default they are two ("(" "NP"), and targets half again as long.
+PTB_LABELS = [
+    "ADJP",
+    "ADVP",
+    "CONJP",
+    "FRAG",
+    "INTJ",
+    "LST",
+    "NAC",
+    "NML",
+    "NP",
+    "NX",
+    "PP",
+    "PRN",
+    "PRT",
+    "QP",
+    "RRC",
+    "S",
+    "SBAR",
+    "SBARQ",
+    "SINV",
+    "SQ",
+    "UCP",
+    "VP",
+    "WHADJP",
+    "WHADVP",
+    "WHNP",
+    "WHPP",
+    "X",
+]
 # Malformed trees reported one by one per file; the rest are only counted.
 _REPORTED_PER_FILE = 10
 
@@ -34,6 +66,11 @@ class ParsingProblem(Text2TextProblem):
 
     dataset_splits = {"train": 10, "dev": 1, "test": 1}  # noqa: RUF012
     keep_text = True
+    whole_words = (
+        trees.POS_PLACEHOLDER,
+        *(f"{bracket}{label}" for label in PTB_LABELS for bracket in "()"),
+        *trees.PTB_ESCAPES.values(),
+    )
 
     def tree_files(self, tmp_dir: str, split: str) -> list[str]:
         """The treebank files of the split: one tree a line, or trees spanning lines."""

@@ -47,6 +47,8 @@ class Text2TextProblem(Problem):
     max_vocab_sentences: int = 1_000_000
     # Samples with a side longer than this many characters are skipped, counted.
     max_chars: int = 10_000
+    # Words the vocabulary always keeps as one piece (e.g. a parser's "(NP").
+    whole_words: tuple[str, ...] = ()
     # Keep each non-train split's text beside its shards (`records.text_paths`):
     # the samples' inputs and their "reference" (else "targets"), which
     # decoding and evaluation then score against, e.g. a parser's gold trees.
@@ -127,6 +129,7 @@ class Text2TextProblem(Problem):
                 self.approx_vocab_size,
                 model_type=self.vocab_type,
                 max_sentences=self.max_vocab_sentences,
+                whole_words=self.whole_words,
             )
         return {side: trained[path] for side, path in self.vocab_paths(data_dir).items()}
 

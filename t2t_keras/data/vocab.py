@@ -182,6 +182,7 @@ class SentencePieceVocabulary(Vocabulary):
         model_type: str = "bpe",
         max_sentences: int = 1_000_000,
         character_coverage: float = 1.0,
+        whole_words: Sequence[str] = (),
     ) -> SentencePieceVocabulary:
         """Trains a model on the first max_sentences sentences and writes it atomically.
 
@@ -200,6 +201,8 @@ class SentencePieceVocabulary(Vocabulary):
           max_sentences: most sentences to read.
           character_coverage: share of characters the pieces must cover; the
             rest become UNK.
+          whole_words: words that are always one piece where they stand as a
+            word, e.g. a parser's "(NP" (SentencePiece's user-defined symbols).
 
         Returns:
           The trained vocabulary.
@@ -223,6 +226,9 @@ class SentencePieceVocabulary(Vocabulary):
             bos_id=-1,
             num_threads=os.cpu_count() or 1,
             minloglevel=2,  # SentencePiece logs every step to stderr otherwise.
+            user_defined_symbols=[
+                f"\u2581{word}" for word in whole_words
+            ],  # "\u2581": a word start.
         )
         try:
             model_proto = _train_model(sample, options)

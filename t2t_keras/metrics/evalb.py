@@ -269,6 +269,11 @@ class EvalbSummary:
     def tagging_accuracy(self) -> float:
         return _percent(self.correct_tags, self.words)
 
+    @property
+    def complete_match_percent(self) -> float:
+        """Valid sentences whose brackets all match, in percent."""
+        return _percent(self.complete_match, self.valid)
+
 
 def evalb(
     gold: Sequence[Tree], test: Sequence[Tree]
@@ -345,7 +350,7 @@ def _summary_lines(total: EvalbSummary) -> list[str]:
         f"Bracketing Recall         = {total.recall:6.2f}",
         f"Bracketing Precision      = {total.precision:6.2f}",
         f"Bracketing FMeasure       = {f1}",
-        f"Complete match            = {per_sentence(total.complete_match)}",
+        f"Complete match            = {total.complete_match_percent:6.2f}",
         f"Average crossing          = {per_sentence(total.crossing, 1.0)}",
         f"No crossing               = {per_sentence(total.no_crossing)}",
         f"2 or less crossing        = {per_sentence(total.two_or_less_crossing)}",

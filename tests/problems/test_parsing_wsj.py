@@ -58,6 +58,9 @@ def test_ldc_sections_become_splits_and_test_keeps_its_gold_trees(tmp_path: Path
     assert len(problem.text_examples(str(data_dir), "test", -1)) == 9
     targets = problem.text_examples(str(data_dir), "train", 1)[0][1]
     assert targets == "(S (NP XX XX )NP (VP XX (NP XX XX )NP )VP XX )S"
+    # Brackets, XX and escaped brackets are one piece each: targets stay short.
+    vocab = problem.feature_encoders(str(data_dir))["targets"]
+    assert len(vocab.encode("(SBAR (WHNP XX )WHNP (S XX -LRB- )S )SBAR")) == 9
 
 
 @pytest.mark.parametrize("names", [("train", "dev", "test"), ("02-21.10way", "22.auto", "23.auto")])
