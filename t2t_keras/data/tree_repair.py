@@ -6,7 +6,8 @@ tree `(TOP (S (NP (XX The) (XX cat)) ...))` over the input's words, applying
 these rules (each one's name is what `RepairCounts` counts):
 
   stray_token        a token that is neither "(LABEL", ")LABEL" nor XX is dropped
-                     (a label is any text without spaces or round brackets)
+                     (a label is any text without spaces or round brackets), and
+                     so is an opening bracket nested deeper than trees.MAX_DEPTH
   mismatched_close   a closing bracket closes the innermost open constituent,
                      whatever its label (or none) says
   extra_close        a closing bracket with nothing open is dropped
@@ -33,7 +34,7 @@ import dataclasses
 import re
 from collections.abc import Iterable, Sequence
 
-from t2t_keras.data.trees import POS_PLACEHOLDER, Tree, output_tags
+from t2t_keras.data.trees import MAX_DEPTH, POS_PLACEHOLDER, Tree, output_tags
 
 ROOT_LABEL = "TOP"
 RULES = (
@@ -71,7 +72,7 @@ class _Reading:
                 self.used += 1
             else:
                 self.repairs.add("extra_words")
-        elif token.startswith("(") and _LABEL.fullmatch(token[1:]):
+        elif token.startswith("(") and _LABEL.fullmatch(token[1:]) and self._room():
             node = Tree(token[1:], [])
             self.add(node)
             self.open.append(node)
@@ -98,6 +99,10 @@ class _Reading:
         elif len(top) > 1:
             self.repairs.add("several_roots")
         return Tree(ROOT_LABEL, top)
+
+    def _room(self) -> bool:
+        """Whether a constituent may open here: TOP and a preterminal go around and below it."""
+        return len(self.open) + 2 < MAX_DEPTH
 
     def _leaf(self, index: int) -> Tree:
         return Tree(self.tags[index], word=self.words[index])

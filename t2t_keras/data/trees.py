@@ -24,6 +24,9 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 
 POS_PLACEHOLDER = "XX"
+# Deepest nesting read: the treebank's trees stay under 40, EVALB takes 200
+# brackets a sentence, and deeper text would exhaust Python's recursion.
+MAX_DEPTH = 200
 # Outer brackets that hold a tree but are not constituents of it.
 WRAPPER_LABELS = frozenset({"", "TOP", "ROOT"})
 # Words that would break a bracketed tree, as the Penn Treebank writes them.
@@ -84,20 +87,22 @@ def parse_tree(text: str) -> Tree:
 
     Raises:
       TreeError: unbalanced brackets, a word beside constituents, an empty
-        constituent, or text after the tree.
+        constituent, brackets nested deeper than MAX_DEPTH, or text after the tree.
     """
     tokens = _TOKEN.findall(text)
     if not tokens:
         raise TreeError("an empty line is not a tree")
-    tree, end = _parse(tokens, 0)
+    tree, end = _parse(tokens, 0, 1)
     if end != len(tokens):
         raise TreeError(f"text after the tree's last bracket: {' '.join(tokens[end:])[:60]!r}")
     return tree
 
 
-def _parse(tokens: list[str], start: int) -> tuple[Tree, int]:
+def _parse(tokens: list[str], start: int, depth: int) -> tuple[Tree, int]:
     if tokens[start] != "(":
         raise TreeError(f"expected '(' but found {tokens[start]!r}")
+    if depth > MAX_DEPTH:
+        raise TreeError(f"brackets nested deeper than {MAX_DEPTH}")
     position, label = start + 1, ""
     if position < len(tokens) and tokens[position] not in "()":
         label, position = tokens[position], position + 1
@@ -105,7 +110,7 @@ def _parse(tokens: list[str], start: int) -> tuple[Tree, int]:
     words: list[str] = []
     while position < len(tokens) and tokens[position] != ")":
         if tokens[position] == "(":
-            child, position = _parse(tokens, position)
+            child, position = _parse(tokens, position, depth + 1)
             children.append(child)
         else:
             words.append(tokens[position])

@@ -82,6 +82,14 @@ def test_any_output_becomes_a_tree_over_the_words(
     assert score.error is None and score.matched <= min(score.gold_brackets, score.test_brackets)
 
 
+def test_an_output_nested_too_deep_still_gives_a_tree() -> None:
+    tree, repairs = output_tree("(S " * 5000 + "XX )S" * 10, WORDS)
+    assert {"stray_token", "missing_words", "unclosed"} <= repairs
+    assert trees.parse_tree(str(tree)).words() == WORDS
+    with pytest.raises(trees.TreeError, match="nested deeper than 200"):
+        trees.parse_tree("(S " * 300 + "(X a)" + ")" * 300)
+
+
 def test_the_cases_cover_every_rule() -> None:
     assert set().union(*(repairs for _, _, repairs in CASES)) == set(RULES)
     assert len(CASES) >= 15
