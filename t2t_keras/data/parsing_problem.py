@@ -21,9 +21,10 @@ from collections.abc import Iterator, Sequence
 
 from absl import logging
 
-from t2t_keras.data import corpus, trees
+from t2t_keras.data import corpus, records, trees
 from t2t_keras.data.text_problem import Sample, Text2TextProblem
 from t2t_keras.data.tree_repair import RepairCounts, output_tree
+from t2t_keras.errors import UserError
 
 # The Penn Treebank's constituent labels (Bies et al. 1995, and NML): their
 # brackets are one vocabulary piece each, "(NP" and ")NP", as are XX and -LRB-; with
@@ -79,6 +80,17 @@ class ParsingProblem(Text2TextProblem):
     def generate_samples(self, data_dir: str, tmp_dir: str, split: str) -> Iterator[Sample]:
         for path in self.tree_files(tmp_dir, split):
             yield from tree_samples(path)
+
+    def text_examples(self, data_dir: str, split: str, count: int) -> list[tuple[str, str]]:
+        """(words, gold tree) of the split's first `count` sentences (< 0: all)."""
+        if split != "train" and not records.has_text(data_dir, self.data_name, split):
+            raise UserError(
+                f"data_dir {data_dir} holds no gold trees of the {split} split of "
+                f"{self.data_name} ({self.data_name}-{split}.references); run `t2t-datagen "
+                f"--problem={self.data_name} --data_dir={data_dir} --tmp_dir=TREEBANK` "
+                "again: it writes them beside the shards, which scoring needs."
+            )
+        return super().text_examples(data_dir, split, count)
 
     def eval_metrics(self) -> list[str]:
         return ["bracket_f1"]

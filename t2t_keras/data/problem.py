@@ -118,8 +118,8 @@ class Problem:
         (`records.text_paths`), that text as the corpus had it (a parser's gold
         trees); otherwise the records decoded back to text. `count` < 0: all.
         """
-        kept = records.text_paths(data_dir, self.data_name, split)
-        if not self.was_reversed and all(tf.io.gfile.exists(path) for path in kept):
+        if not self.was_reversed and records.has_text(data_dir, self.data_name, split):
+            kept = records.text_paths(data_dir, self.data_name, split)
             sources, references = (read_text_lines(path, f"{split} text") for path in kept)
             pairs = list(zip(sources, references, strict=True))
             return pairs if count < 0 else pairs[:count]

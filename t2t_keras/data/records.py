@@ -118,3 +118,8 @@ def count_records(paths: list[str]) -> int:
     """Number of records in the given TFRecord files."""
     dataset: Any = tf.data.TFRecordDataset(paths)
     return int(dataset.reduce(0, lambda count, _: count + 1))
+
+
+def has_text(data_dir: str, problem_name: str, split: str) -> bool:
+    """Whether the split's text was kept beside its shards (`text_paths`)."""
+    return all(tf.io.gfile.exists(path) for path in text_paths(data_dir, problem_name, split))

@@ -58,6 +58,11 @@ def test_ldc_sections_become_splits_and_test_keeps_its_gold_trees(tmp_path: Path
     assert len(problem.text_examples(str(data_dir), "test", -1)) == 9
     targets = problem.text_examples(str(data_dir), "train", 1)[0][1]
     assert targets == "(S (NP XX XX )NP (VP XX (NP XX XX )NP )VP XX )S"
+    (data_dir / "parsing_english_wsj16k-dev.references").unlink()
+    with pytest.raises(UserError, match=r"no gold trees of the dev split.*t2t-datagen"):
+        problem.text_examples(str(data_dir), "dev", 1)
+    problem.generate_data(str(data_dir), str(tmp_path / "treebank"))  # Writes them again.
+    assert len(problem.text_examples(str(data_dir), "dev", -1)) == 7
     # Brackets, XX and escaped brackets are one piece each: targets stay short.
     vocab = problem.feature_encoders(str(data_dir))["targets"]
     assert len(vocab.encode("(SBAR (WHNP XX )WHNP (S XX -LRB- )S )SBAR")) == 9
