@@ -29,35 +29,14 @@ from t2t_keras.errors import UserError
 # The Penn Treebank's constituent labels (Bies et al. 1995, and NML): their
 # brackets are one vocabulary piece each, "(NP" and ")NP", as are XX and -LRB-; with
 # SentencePiece's default they are two ("(" "NP"), and targets half again as long.
-PTB_LABELS = [
-    "ADJP",
-    "ADVP",
-    "CONJP",
-    "FRAG",
-    "INTJ",
-    "LST",
-    "NAC",
-    "NML",
-    "NP",
-    "NX",
-    "PP",
-    "PRN",
-    "PRT",
-    "QP",
-    "RRC",
-    "S",
-    "SBAR",
-    "SBARQ",
-    "SINV",
-    "SQ",
-    "UCP",
-    "VP",
-    "WHADJP",
-    "WHADVP",
-    "WHNP",
-    "WHPP",
-    "X",
-]
+# fmt: off
+PTB_LABELS = (
+    "ADJP", "ADVP", "CONJP", "FRAG", "INTJ", "LST", "NAC", "NML", "NP", "NX", "PP", "PRN",
+    "PRT", "QP", "RRC", "S", "SBAR", "SBARQ", "SINV", "SQ", "UCP", "VP", "WHADJP", "WHADVP",
+    "WHNP", "WHPP", "X",
+)
+# fmt: on
+
 # Malformed trees reported one by one per file; the rest are only counted.
 _REPORTED_PER_FILE = 10
 
