@@ -19,10 +19,22 @@ from t2t_keras.hparam import HParams
 
 # The settings of the search itself (Decoder's keyword arguments); the rest
 # are t2t-decoder's batching and writing.
-SEARCH_SETTINGS = ("beam_size", "alpha", "extra_length", "return_beams", "min_length", "stopping")
+SEARCH_SETTINGS = (
+    "beam_size",
+    "alpha",
+    "length_penalty",
+    "extra_length",
+    "return_beams",
+    "min_length",
+    "stopping",
+)
 # The beam search's stopping rules (see `search.beam_search`); defined here, where
 # no TensorFlow is needed to check a --decode_hparams.
 STOPPING_RULES = ("first_k", "best_possible")
+# How alpha normalizes a hypothesis's log-probability by its length n (EOS
+# counted): "gnmt" divides by ((5 + n) / 6) ** alpha (GNMT's, tensor2tensor's),
+# "length" by n ** alpha (CTranslate2's and fairseq's).
+LENGTH_PENALTIES = ("gnmt", "length")
 # The search settings that come from the model's hparams when unset.
 _FROM_MODEL = ("beam_size", "alpha", "extra_length")
 
@@ -46,6 +58,7 @@ class DecodeHParams(HParams):
 
     beam_size: int | None = None  # hypotheses kept per sentence; 1 = greedy; None = the set's
     alpha: float | None = None  # length penalty exponent; None = the hparams set's
+    length_penalty: str = "gnmt"  # score / ((5 + n) / 6) ** alpha ("gnmt") or n ** alpha ("length")
     extra_length: int | None = None  # output may exceed input by this many tokens; None = set's
     min_length: int = 1  # fewest output tokens for a non-empty input; 0 lets EOS come first
     stopping: str = "first_k"  # beam stops at K finished ("first_k") or when none can win
@@ -62,6 +75,11 @@ class DecodeHParams(HParams):
             value = getattr(self, name)
             self.require(value is None or value >= 0, name, "0 or more")
         self.require(self.stopping in STOPPING_RULES, "stopping", " or ".join(STOPPING_RULES))
+        self.require(
+            self.length_penalty in LENGTH_PENALTIES,
+            "length_penalty",
+            " or ".join(LENGTH_PENALTIES),
+        )
 
     def resolved(self, model_hparams: SearchDefaults) -> DecodeHParams:
         """A copy whose unset search settings are the model hparams' values.

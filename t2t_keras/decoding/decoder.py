@@ -24,6 +24,7 @@ class Decoder(tf.Module):
       beam_size, alpha, extra_length: default to the model's hparams; the
         longest output is input length + extra_length tokens before EOS,
         and never more than max_length - 1.
+      length_penalty: how alpha normalizes by length, "gnmt" or "length" (`search`).
       return_beams: return all beam_size hypotheses, best first, rather than
         the best one (the search then runs until all are final).
       min_length: fewest tokens before EOS for a non-empty input (an input of
@@ -38,6 +39,7 @@ class Decoder(tf.Module):
         model: Transformer,
         beam_size: int | None = None,
         alpha: float | None = None,
+        length_penalty: str = "gnmt",
         extra_length: int | None = None,
         return_beams: bool = False,
         min_length: int = 1,
@@ -49,6 +51,7 @@ class Decoder(tf.Module):
         settings = DecodeHParams(
             beam_size=beam_size,
             alpha=alpha,
+            length_penalty=length_penalty,
             extra_length=extra_length,
             return_beams=return_beams,
             min_length=min_length,
@@ -56,6 +59,7 @@ class Decoder(tf.Module):
         ).resolved(model.hparams)
         self.model = model
         self.beam_size, self.alpha, self.extra_length = settings.beam_alpha_extra_length()
+        self.length_penalty = length_penalty
         self.max_length = model.hparams.max_length
         self.num_returned = self.beam_size if return_beams else 1
         self.min_length = min_length
@@ -104,7 +108,15 @@ class Decoder(tf.Module):
         min_lengths = minimum_lengths(inputs, self.min_length, max_lengths)
         state, step = self.model.start_decoding(inputs, decode_length, self.beam_size)
         if self.beam_size == 1 and self.stopping == "first_k":  # The same search, cheaper.
-            return greedy_search(step, state, decode_length, max_lengths, self.alpha, min_lengths)
+            return greedy_search(
+                step,
+                state,
+                decode_length,
+                max_lengths,
+                self.alpha,
+                min_lengths,
+                self.length_penalty,
+            )
         return beam_search(
             step,
             state,
@@ -115,6 +127,7 @@ class Decoder(tf.Module):
             self.num_returned,
             min_lengths,
             self.stopping,
+            self.length_penalty,
         )
 
 

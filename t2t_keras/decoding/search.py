@@ -19,7 +19,8 @@ Rules shared by both searches:
     decoder asks for 1 token unless the input is empty, so an ordinary
     sentence never translates to nothing).
   - A hypothesis of n tokens (EOS included) with log-probability log_p scores
-    log_p / ((5 + n) / 6) ** alpha, the GNMT length penalty.
+    log_p / ((5 + n) / 6) ** alpha, the GNMT length penalty, or with the
+    penalty form "length", log_p / n ** alpha (CTranslate2's and fairseq's).
 Beam search takes the 2K best one-token extensions of the K alive beams. Those
 among the first K that end in EOS become finished hypotheses (so beam size 1
 is greedy search); the best K that do not end stay alive. A sentence is done
@@ -41,15 +42,18 @@ from typing import Any
 import tensorflow as tf
 
 from t2t_keras.data.ids import EOS_ID, PAD_ID
-from t2t_keras.decoding.decode_hparams import STOPPING_RULES
+from t2t_keras.decoding.decode_hparams import LENGTH_PENALTIES, STOPPING_RULES
 
 StepFunction = Callable[[Any, tf.Tensor, tf.Tensor, tf.Tensor | None], tuple[tf.Tensor, Any]]
 NEG_INF = float("-inf")
 
 
-def length_penalty(length: tf.Tensor, alpha: float) -> tf.Tensor:
-    """((5 + length) / 6) ** alpha, float32."""
-    return tf.pow((5.0 + tf.cast(length, tf.float32)) / 6.0, alpha)
+def length_penalty(length: tf.Tensor, alpha: float, form: str = "gnmt") -> tf.Tensor:
+    """((5 + length) / 6) ** alpha (form "gnmt") or length ** alpha ("length"), float32."""
+    if form not in LENGTH_PENALTIES:
+        raise ValueError(f"form must be one of {LENGTH_PENALTIES}, not {form!r}")
+    length = tf.cast(length, tf.float32)
+    return tf.pow((5.0 + length) / 6.0 if form == "gnmt" else length, alpha)
 
 
 def allowed_log_probs(
@@ -83,6 +87,7 @@ def greedy_search(
     max_lengths: tf.Tensor,
     alpha: float,
     min_lengths: tf.Tensor | None = None,
+    penalty: str = "gnmt",
 ) -> tuple[tf.Tensor, tf.Tensor]:
     """The most probable token at every position.
 
@@ -93,6 +98,7 @@ def greedy_search(
       max_lengths: [B] int32, each below L.
       alpha: length penalty exponent of the returned scores.
       min_lengths: [B] int32, each at most max_lengths; None = no minimum.
+      penalty: the length penalty's form, "gnmt" or "length" (`length_penalty`).
 
     Returns:
       (ids [B, 1, L] int32 with EOS then PAD, scores [B, 1] float32).
@@ -131,7 +137,7 @@ def greedy_search(
         ),
     )
     lengths = tf.reduce_sum(tf.cast(ids != PAD_ID, tf.int32), axis=1)
-    scores = log_probs / length_penalty(lengths, alpha)
+    scores = log_probs / length_penalty(lengths, alpha, penalty)
     return ids[:, tf.newaxis], scores[:, tf.newaxis]
 
 
@@ -145,6 +151,7 @@ def beam_search(
     num_returned: int | None = None,
     min_lengths: tf.Tensor | None = None,
     stopping: str = "first_k",
+    penalty: str = "gnmt",
 ) -> tuple[tf.Tensor, tf.Tensor]:
     """The best hypotheses per sentence under the length penalty.
 
@@ -159,6 +166,7 @@ def beam_search(
         the search runs until these are final. Defaults to K.
       min_lengths: [B] int32, each at most max_lengths; None = no minimum.
       stopping: "first_k" or "best_possible", when a sentence is done (above).
+      penalty: the length penalty's form, "gnmt" or "length" (`length_penalty`).
 
     Returns:
       (ids [B, N, L] int32 with EOS then PAD, best first; scores [B, N]
@@ -189,7 +197,9 @@ def beam_search(
         ends = tokens == EOS_ID
         # Finished: EOS extensions among the finishing slots, for sentences not done.
         may_finish = ends & (tf.range(2 * beams) < finishing_slots) & ~done[:, tf.newaxis]
-        new_scores = tf.where(may_finish, top_log_probs / length_penalty(index + 1, alpha), NEG_INF)
+        new_scores = tf.where(
+            may_finish, top_log_probs / length_penalty(index + 1, alpha, penalty), NEG_INF
+        )
         finished_scores, best = tf.math.top_k(
             tf.concat([finished_scores, new_scores], axis=1), k=beams
         )
@@ -202,7 +212,13 @@ def beam_search(
         )
         last_needed = finished_scores[:, num_returned - 1]
         done |= _sentence_done(
-            index, alive_log_probs, finished_scores, last_needed, max_lengths, alpha, stopping
+            index,
+            alive_log_probs,
+            finished_scores,
+            last_needed,
+            max_lengths,
+            length_penalty(max_lengths + 1, alpha, penalty),
+            stopping,
         )
         return (
             index + 1,
@@ -242,16 +258,17 @@ def _sentence_done(
     finished_scores: tf.Tensor,
     last_needed: tf.Tensor,
     max_lengths: tf.Tensor,
-    alpha: float,
+    longest_penalty: tf.Tensor,
     stopping: str,
 ) -> tf.Tensor:
     """[B] bool: sentence b is done under the stopping rule.
 
     Args:
       last_needed: [B] score of the N-th best finished hypothesis (-inf if none).
+      longest_penalty: [B] the length penalty at each sentence's longest length.
     """
     # Log-probabilities only fall, and the penalty divides least at the longest length.
-    best_possible = alive_log_probs[:, 0] / length_penalty(max_lengths + 1, alpha)
+    best_possible = alive_log_probs[:, 0] / longest_penalty
     done = (best_possible <= last_needed) | (index >= max_lengths)
     if stopping == "first_k":
         done |= finished_scores[:, -1] > NEG_INF

@@ -15,7 +15,9 @@ from eos_first import make_eos_first
 from t2t_keras import registry
 from t2t_keras.data.ids import EOS_ID
 from t2t_keras.decoding import Decoder, beam_search, decode_limits, greedy_search, length_penalty
+from t2t_keras.decoding.decode_hparams import DecodeHParams
 from t2t_keras.decoding.search import STOPPING_RULES
+from t2t_keras.errors import UserError
 from t2t_keras.models import TransformerHParams
 
 TINY = TransformerHParams(
@@ -45,26 +47,44 @@ def model():
 
 
 def search(
-    model, inputs, beam_size: int, alpha: float, extra_length: int, greedy=False, stopping="first_k"
+    model,
+    inputs,
+    beam_size: int,
+    alpha: float,
+    extra_length: int,
+    greedy=False,
+    stopping="first_k",
+    penalty="gnmt",
 ):
     """One search, uncompiled, with the Decoder's length limits."""
     decode_length, max_lengths = decode_limits(inputs, extra_length, model.hparams.max_length)
     state, step = model.start_decoding(inputs, decode_length, beam_size)
     if greedy:
-        return greedy_search(step, state, decode_length, max_lengths, alpha)
-    return beam_search(step, state, beam_size, decode_length, max_lengths, alpha, stopping=stopping)
+        return greedy_search(step, state, decode_length, max_lengths, alpha, penalty=penalty)
+    return beam_search(
+        step,
+        state,
+        beam_size,
+        decode_length,
+        max_lengths,
+        alpha,
+        stopping=stopping,
+        penalty=penalty,
+    )
 
 
-@pytest.mark.parametrize("alpha", [0.0, 0.6, 2.0])
-def test_beam_of_one_is_greedy(model, alpha: float) -> None:
-    greedy_ids, greedy_scores = search(model, INPUTS, 1, alpha, 10, greedy=True)
-    beam_ids, beam_scores = search(model, INPUTS, 1, alpha, 10)
+@pytest.mark.parametrize(("alpha", "penalty"), [(0.0, "gnmt"), (0.6, "gnmt"), (2.0, "length")])
+def test_beam_of_one_is_greedy(model, alpha: float, penalty: str) -> None:
+    greedy_ids, greedy_scores = search(model, INPUTS, 1, alpha, 10, greedy=True, penalty=penalty)
+    beam_ids, beam_scores = search(model, INPUTS, 1, alpha, 10, penalty=penalty)
     np.testing.assert_array_equal(beam_ids, greedy_ids)
     np.testing.assert_allclose(beam_scores, greedy_scores, rtol=1e-5)
 
 
-@pytest.mark.parametrize("stopping", STOPPING_RULES)
-def test_wide_beam_finds_the_exhaustive_best(stopping: str) -> None:
+@pytest.mark.parametrize(
+    ("stopping", "penalty"), [*((rule, "gnmt") for rule in STOPPING_RULES), ("first_k", "length")]
+)
+def test_wide_beam_finds_the_exhaustive_best(stopping: str, penalty: str) -> None:
     """Vocab 5 (PAD, EOS and 3 tokens), at most 3 tokens before EOS: 40 hypotheses."""
     model = build(TINY.override("vocab_size=5,max_length=8"), seed=7)
     inputs = tf.constant([[3, 4, 1]])
@@ -72,11 +92,17 @@ def test_wide_beam_finds_the_exhaustive_best(stopping: str) -> None:
     log_probs = teacher_forced_log_probs(model, inputs, hypotheses)
     for alpha in (0.0, 0.6, 1.5):
         ids, scores = search(
-            model, inputs, beam_size=64, alpha=alpha, extra_length=0, stopping=stopping
+            model,
+            inputs,
+            beam_size=64,
+            alpha=alpha,
+            extra_length=0,
+            stopping=stopping,
+            penalty=penalty,
         )
         ranked = sorted(
             (
-                (total / float(length_penalty(len(ids), alpha)), ids)
+                (total / float(length_penalty(len(ids), alpha, penalty)), ids)
                 for total, ids in zip(log_probs, hypotheses, strict=True)
             ),
             reverse=True,
@@ -273,3 +299,13 @@ def test_best_possible_stopping_follows_a_beam_that_can_still_win() -> None:
     )
     assert strip(ids[0, 0].numpy()) == [2, EOS_ID]
     assert scores[0, 0].numpy() == pytest.approx(math.log(0.35 * 0.9) / (7 / 6) ** 2, rel=1e-5)
+
+
+def test_length_penalty_forms() -> None:
+    assert float(length_penalty(4, 0.5, "length")) == pytest.approx(2.0)
+    assert float(length_penalty(7, 1.0, "gnmt")) == pytest.approx(2.0)
+    assert float(length_penalty(7, 0.0, "length")) == 1.0
+    with pytest.raises(ValueError, match="gnmt"):
+        length_penalty(7, 1.0, "average")
+    with pytest.raises(UserError, match="length_penalty"):
+        DecodeHParams().override("length_penalty=average")
