@@ -16,7 +16,7 @@ from typing import BinaryIO, TextIO
 from absl import logging
 
 from t2t_keras.data.problem import Problem
-from t2t_keras.decoding.translate import Translation, Translator
+from t2t_keras.decoding.translate import SentenceTranslator, Translation, Translator
 from t2t_keras.errors import UserError
 from t2t_keras.files import check_writable, read_text_lines, write_atomically
 from t2t_keras.metrics.output_metrics import score
@@ -39,7 +39,7 @@ def report_progress(done: int, total: int, seconds: float) -> None:
 
 
 def translate_lines(
-    translator: Translator,
+    translator: SentenceTranslator,
     sources: Sequence[str],
     problem: Problem | None = None,
     report: Callable[[int, int, float], None] | None = None,
@@ -66,7 +66,7 @@ def translate_lines(
 
 
 def decode_file(
-    translator: Translator,
+    translator: SentenceTranslator,
     from_file: str,
     to_file: str | None,
     reference_file: str | None = None,
@@ -125,7 +125,7 @@ def _check_output(to_file: str, inputs: dict[str, str | None]) -> None:
 
 
 def decode_split(
-    translator: Translator,
+    translator: SentenceTranslator,
     problem: Problem,
     data_dir: str,
     split: str,
@@ -157,7 +157,7 @@ def decode_split(
 
 
 def decode_interactive(
-    translator: Translator,
+    translator: SentenceTranslator,
     lines: BinaryIO | None = None,
     out: TextIO | None = None,
     problem: Problem | None = None,
@@ -200,7 +200,7 @@ def decode_interactive(
 
 def write_outputs(
     translations: list[Translation],
-    translator: Translator,
+    translator: SentenceTranslator,
     to_file: str | None,
     out: TextIO | None = None,
 ) -> None:
@@ -215,7 +215,7 @@ def write_outputs(
     logging.info("Wrote %d lines to %s.", len(lines), to_file)
 
 
-def _line(translation: Translation, translator: Translator) -> str:
+def _line(translation: Translation, translator: SentenceTranslator) -> str:
     settings = translator.hparams
     columns = settings.beam_size if settings.return_beams and settings.beam_size else 1
     return translation.line(settings.write_beam_scores, columns)

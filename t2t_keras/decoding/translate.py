@@ -1,6 +1,8 @@
 """Translating lists of sentences: encode, batch by length, beam search, decode.
 
-Sentences are sorted by length so that each batch holds similar lengths,
+`SentenceTranslator` does what every runtime shares; `Translator` searches
+with our Transformer (`ct2_translate.CTranslate2Translator` with a CTranslate2
+export). Sentences are sorted by length so that each batch holds similar lengths,
 padded to a few bucket widths so that the compiled search is reused, and the
 outputs come back in input order: exactly one per input. An empty (or
 whitespace-only) input gets an empty output without being decoded. Inputs
@@ -11,9 +13,10 @@ with it too); `Translator.translate` logs how many were.
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -56,29 +59,18 @@ class Translation:
         return "\t".join(fields)
 
 
-class Translator:
-    """Decodes text with a model, its vocabularies and DecodeHParams.
+class SentenceTranslator(abc.ABC):
+    """Translates lists of sentences with some runtime; the runtime decodes batches of id rows.
 
-    Args:
-      model: a built Transformer with its weights.
+    Attributes (set by subclasses):
+      hparams: the resolved DecodeHParams.
       vocabs: {"inputs": Vocabulary, "targets": Vocabulary}.
-      decode_hparams: search and batching settings, resolved (`DecodeHParams.resolved`
-        fills in unset ones from model.hparams; here it is applied again, which
-        changes nothing for resolved settings).
-      jit_compile: XLA-compile the search.
+      max_length: the model's longest input in tokens, EOS included.
     """
 
-    def __init__(
-        self,
-        model: Transformer,
-        vocabs: dict[str, Vocabulary],
-        decode_hparams: DecodeHParams,
-        jit_compile: bool = True,
-    ) -> None:
-        self.hparams = decode_hparams.resolved(model.hparams)
-        self.vocabs = vocabs
-        self.max_length = model.hparams.max_length
-        self.decoder = Decoder(model, **self.hparams.search_settings(), jit_compile=jit_compile)
+    hparams: DecodeHParams
+    vocabs: dict[str, Vocabulary]
+    max_length: int
 
     def encode(self, sentences: Sequence[str]) -> tuple[list[list[int]], int]:
         """Each sentence's ids ending with EOS (empty for a blank one), and how many were cut."""
@@ -121,8 +113,7 @@ class Translator:
                 results[i] = Translation([], [], [])
         start = last_report = time.monotonic()
         done = len(rows) - len(order)
-        for first in range(0, len(order), self.hparams.batch_size):
-            chunk = order[first : first + self.hparams.batch_size]
+        for chunk in self._batches(rows, order):
             for index, translation in zip(chunk, self._decode_batch(rows, chunk), strict=True):
                 results[index] = translation
             done += len(chunk)
@@ -131,6 +122,40 @@ class Translator:
                 report(done, len(rows), now - start)
                 last_report = now
         return results  # type: ignore[return-value]
+
+    def _batches(self, rows: list[list[int]], order: list[int]) -> Iterator[list[int]]:
+        """The batches to decode, as lists of row indices: `order` in batch_size chunks."""
+        for first in range(0, len(order), self.hparams.batch_size):
+            yield order[first : first + self.hparams.batch_size]
+
+    @abc.abstractmethod
+    def _decode_batch(self, rows: list[list[int]], chunk: list[int]) -> list[Translation]:
+        """The translations of rows[i] for i in chunk, in chunk's order."""
+
+
+class Translator(SentenceTranslator):
+    """Decodes text with a Transformer, its vocabularies and DecodeHParams.
+
+    Args:
+      model: a built Transformer with its weights.
+      vocabs: {"inputs": Vocabulary, "targets": Vocabulary}.
+      decode_hparams: search and batching settings, resolved (`DecodeHParams.resolved`
+        fills in unset ones from model.hparams; here it is applied again, which
+        changes nothing for resolved settings).
+      jit_compile: XLA-compile the search.
+    """
+
+    def __init__(
+        self,
+        model: Transformer,
+        vocabs: dict[str, Vocabulary],
+        decode_hparams: DecodeHParams,
+        jit_compile: bool = True,
+    ) -> None:
+        self.hparams = decode_hparams.resolved(model.hparams)
+        self.vocabs = vocabs
+        self.max_length = model.hparams.max_length
+        self.decoder = Decoder(model, **self.hparams.search_settings(), jit_compile=jit_compile)
 
     def _decode_batch(self, rows: list[list[int]], chunk: list[int]) -> list[Translation]:
         width = bucket_width(max(len(rows[i]) for i in chunk), self.max_length)
