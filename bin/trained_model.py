@@ -3,15 +3,17 @@
 tensor2tensor's decoder and exporter took the trainer's flags: --problem,
 --model, --hparams_set, --hparams and --data_dir described the model to
 build. Here the training directory describes it (run.json, hparams.json,
-the vocabularies), so these flags are checks: a value that disagrees with
+the vocabularies), or a CTranslate2 export's t2t_keras.json, which holds
+their contents; so these flags are checks: a value that disagrees with
 what the model was trained with is refused, naming both.
 """
 
 from __future__ import annotations
 
 import filecmp
+import json
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from absl import flags
 
@@ -20,6 +22,7 @@ from t2t_keras.errors import UserError
 
 if TYPE_CHECKING:
     from t2t_keras.decoding.decode_hparams import DecodeHParams
+    from t2t_keras.hparam import HParams
     from t2t_keras.run.loading import TrainedModel
 
 FLAGS = flags.FLAGS
@@ -70,47 +73,120 @@ def load() -> TrainedModel:
 
     use_xla, _ = common.xla_arguments()
     trained = load_trained(FLAGS.output_dir, FLAGS.checkpoint_path, FLAGS.hparams_set, use_xla)
-    where = os.path.join(trained.run_dir, "run.json")
+    check_flags(trained.run, trained.hparams, trained.run_dir)
+    if FLAGS.data_dir:
+        check_data_dir(trained.run, trained.run_dir, FLAGS.data_dir)
+    return trained
+
+
+def load_export(model_dir: str) -> dict[str, Any]:
+    """The t2t_keras.json of a CTranslate2 export, checked against the flags above.
+
+    With --output_dir or --checkpoint_path, the export must be of that
+    training: the same problem, model, hparams and vocabularies.
+
+    Raises:
+      UserError: not an export, or one the flags do not describe.
+    """
+    from t2t_keras.decoding.ct2_export import read_info
+
+    info = read_info(model_dir)
+    run, hparams = info["run"], export_hparams(info)
+    given, recorded = FLAGS.hparams_set, run.get("hparams_set")
+    if given and recorded and given != recorded:
+        raise UserError(
+            f"the CTranslate2 model in {model_dir} was trained with hparams set {recorded!r}, "
+            f"not {given!r} (--hparams_set); drop --hparams_set or give a model of that set."
+        )
+    check_flags(run, hparams, model_dir)
+    if FLAGS.output_dir or FLAGS.checkpoint_path:
+        _check_same_model(info, model_dir)
+    if FLAGS.data_dir:
+        check_data_dir(run, model_dir, FLAGS.data_dir)
+    return info
+
+
+def export_hparams(info: dict[str, Any]) -> HParams:
+    """The hparams an export records, in their class."""
+    from t2t_keras.run.loading import model_hparams_class
+
+    return model_hparams_class(info["run"]["model"]).from_json(json.dumps(info["hparams"]))
+
+
+def _check_same_model(info: dict[str, Any], model_dir: str) -> None:
+    """Refuses an export of another training than --output_dir / --checkpoint_path."""
+    from t2t_keras.run.loading import find_checkpoint, read_run_files
+
+    given = FLAGS.output_dir or os.path.dirname(find_checkpoint(FLAGS.checkpoint_path))
+    directory = os.path.expanduser(given)
+    run, hparams = read_run_files(directory)
+    exported = info["run"]
+    differences = [name for name in ("problem", "model") if run.get(name) != exported.get(name)]
+    if hparams.values() != info["hparams"]:
+        differences.append("hparams")
+    if run.get("vocab") != exported.get("vocab") or not _same_vocab_files(
+        run, directory, model_dir
+    ):
+        differences.append("vocabularies")
+    if differences:
+        raise UserError(
+            f"the CTranslate2 model in {model_dir} was exported from another model than "
+            f"{given} (its {', '.join(differences)} differ); export this training with "
+            f"t2t-exporter --output_dir={given} --export_format=ctranslate2, or give the "
+            "--ctranslate2_dir of its export."
+        )
+
+
+def _same_vocab_files(run: dict[str, Any], directory: str, model_dir: str) -> bool:
+    for name in sorted(set(run.get("vocab", {}).values()) - {"bytes"}):
+        mine, theirs = os.path.join(directory, name), os.path.join(model_dir, name)
+        if not (os.path.isfile(mine) and os.path.isfile(theirs)):
+            return False
+        if not filecmp.cmp(mine, theirs, shallow=False):
+            return False
+    return True
+
+
+def check_flags(run: dict[str, Any], hparams: HParams, where: str) -> None:
+    """Refuses --problem, --model or --hparams values other than the recorded ones."""
     for name in ("problem", "model"):
-        given, recorded = FLAGS[name].value, trained.run.get(name)
+        given, recorded = FLAGS[name].value, run.get(name)
         if given and given != recorded:
             raise UserError(
                 f"the model was trained on {name} {recorded!r} ({where}), not {given!r} "
                 f"(--{name}); drop --{name} or give a model of that {name}."
             )
-    _check_hparams(trained)
-    if FLAGS.data_dir:
-        check_data_dir(trained, FLAGS.data_dir)
-    return trained
-
-
-def _check_hparams(trained: TrainedModel) -> None:
-    """Refuses --hparams values other than those the model was trained with."""
-    trained_values = trained.hparams.values()
-    given = trained.hparams.override(FLAGS.hparams).values()
-    changed = [name for name, value in given.items() if value != trained_values[name]]
+    trained_values = hparams.values()
+    given_values = hparams.override(FLAGS.hparams).values()
+    changed = [name for name, value in given_values.items() if value != trained_values[name]]
     if changed:
         listing = ", ".join(f"{name}={trained_values[name]!r}" for name in changed)
         raise UserError(
             f"--hparams={FLAGS.hparams} differs from what the model was trained with "
-            f"({listing}, in {trained.run_dir}/hparams.json); a trained model's hparams "
-            "cannot change. Drop --hparams; search settings go in --decode_hparams."
+            f"({listing}, in {where}); a trained model's hparams cannot change. Drop "
+            "--hparams; search settings go in --decode_hparams."
         )
 
 
-def check_data_dir(trained: TrainedModel, data_dir: str) -> None:
-    """Refuses a --data_dir that lacks the vocabularies the model was trained with."""
+def check_data_dir(run: dict[str, Any], vocab_dir: str, data_dir: str) -> None:
+    """Refuses a --data_dir that lacks the vocabularies the model was trained with.
+
+    Args:
+      run: run.json's contents; it names the vocabulary files.
+      vocab_dir: where the model's own copies are (the training directory or export).
+      data_dir: the --data_dir given.
+    """
     directory = os.path.expanduser(data_dir)
     if not os.path.isdir(directory):
         raise UserError(f"--data_dir {data_dir} is not a directory; give the problem's data_dir.")
-    for name in sorted(set(trained.run.get("vocab", {}).values()) - {"bytes"}):
+    for name in sorted(set(run.get("vocab", {}).values()) - {"bytes"}):
         given = os.path.join(directory, name)
         if not os.path.isfile(given) or not filecmp.cmp(
-            given, os.path.join(trained.run_dir, name), shallow=False
+            given, os.path.join(vocab_dir, name), shallow=False
         ):
             state = "differs from" if os.path.isfile(given) else "is missing, unlike"
             raise UserError(
                 f"--data_dir {data_dir}: the vocabulary {name} {state} the one the model was "
-                f"trained with ({trained.run_dir}/{name}); give the data_dir of the training, "
+                f"trained with ({vocab_dir}/{name}); give the data_dir of the training, "
                 "or drop --data_dir."
             )

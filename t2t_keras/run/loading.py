@@ -84,16 +84,20 @@ def read_run_files(directory: str) -> tuple[dict[str, Any], HParams]:
             "t2t-trainer writes into its --output_dir; point --output_dir at a training "
             "directory (--checkpoint_path alone works when the checkpoint lies in one)."
         )
-    model_class = registry.model(run["model"])
-    hparams_class = getattr(model_class, "hparams_class", None)
+    with tf.io.gfile.GFile(hparams_path) as file:
+        hparams = model_hparams_class(run["model"]).from_json(file.read())
+    return run, hparams
+
+
+def model_hparams_class(model_name: str) -> type[HParams]:
+    """The HParams class a registered model's hparams.json holds."""
+    hparams_class = getattr(registry.model(model_name), "hparams_class", None)
     if hparams_class is None:
         raise UserError(
-            f"model {run['model']!r} has no hparams_class attribute, so its "
+            f"model {model_name!r} has no hparams_class attribute, so its "
             f"{run_files.HPARAMS_FILE} cannot be read; give the model class one."
         )
-    with tf.io.gfile.GFile(hparams_path) as file:
-        hparams = hparams_class.from_json(file.read())
-    return run, hparams
+    return hparams_class
 
 
 def load_vocabs(directory: str, run: dict[str, Any]) -> dict[str, Vocabulary]:
