@@ -55,6 +55,9 @@ setup(
             "ruff==0.17.6",
             "mypy==2.4.1",
         ],
+        # CTranslate2 export and decoding (t2t-exporter --export_format=ctranslate2,
+        # t2t-decoder --runtime=ctranslate2).
+        "ctranslate2": ["ctranslate2>=4.5,<5"],
         # The peers of benchmarks/peers_multi30k.py (Marian on PyTorch) and
         # benchmarks/peers.py (with CTranslate2); never needed by the tests.
         # On a CPU-only machine install a CPU build of torch first.

@@ -4,6 +4,8 @@ r"""t2t-decoder: translates with a trained model and scores the translations.
         [--decode_reference=REF] [--decode_hparams="beam_size=4,alpha=0.6"]
     t2t-decoder --output_dir=TRAIN                 # the problem's test split, scored
     t2t-decoder --output_dir=TRAIN --decode_interactive
+    t2t-decoder --runtime=ctranslate2 --ctranslate2_dir=TRAIN/ctranslate2 \
+        --decode_from_file=IN --decode_to_file=OUT
 
 --output_dir is what t2t-trainer wrote (hparams.json, run.json, vocabularies,
 checkpoints); its newest checkpoint is used unless --checkpoint_path names
@@ -16,12 +18,17 @@ it (the count is logged). For parsing problems each output line is a PTB tree
 over exactly the input's words, repaired if the model's output was not one
 (`t2t_keras.data.tree_repair`; repairs are counted in the log), and scores
 are EVALB's against gold trees.
+
+--runtime=ctranslate2 decodes the same way with a CTranslate2 export
+(t2t-exporter --export_format=ctranslate2), which needs neither the training
+directory nor TensorFlow's search: --ctranslate2_dir is enough (with
+--output_dir too, the export must be of that training).
 """
 
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from absl import flags, logging
 
@@ -34,7 +41,7 @@ from t2t_keras.files import make_writable_dir
 if TYPE_CHECKING:
     from t2t_keras.data import Problem
     from t2t_keras.decoding.decode import Decoded
-    from t2t_keras.decoding.translate import Translator
+    from t2t_keras.decoding.translate import SentenceTranslator, Translator
     from t2t_keras.run.loading import TrainedModel
 
 trained_model.define_flags(
@@ -74,7 +81,32 @@ flags.DEFINE_string(
 flags.DEFINE_integer(
     "attention_plot_sentences", 3, "Sentences to plot (the first ones decoded).", lower_bound=1
 )
+flags.DEFINE_enum(
+    "runtime",
+    "tensorflow",
+    ["tensorflow", "ctranslate2"],
+    "tensorflow: our XLA-compiled search on the checkpoint; ctranslate2: a CTranslate2 "
+    "export (t2t-exporter --export_format=ctranslate2), pip install 't2t_keras[ctranslate2]'.",
+)
+flags.DEFINE_string(
+    "ctranslate2_dir",
+    None,
+    "With --runtime=ctranslate2: the export to decode with (default <output_dir>/ctranslate2).",
+)
+flags.DEFINE_integer(
+    "ctranslate2_threads",
+    0,
+    "With --runtime=ctranslate2: CPU threads (0: CTranslate2's choice).",
+    lower_bound=0,
+)
+flags.DEFINE_string(
+    "ctranslate2_compute_type",
+    "default",
+    "With --runtime=ctranslate2: the type it computes in, e.g. int8 or float32 (default: the "
+    "type the weights were exported in).",
+)
 FLAGS = flags.FLAGS
+_CTRANSLATE2_FLAGS = ("ctranslate2_dir", "ctranslate2_threads", "ctranslate2_compute_type")
 
 
 def main() -> int:
@@ -84,29 +116,31 @@ def main() -> int:
     settings = trained_model.decode_settings()
     if FLAGS.attention_plot_dir:  # Found unwritable now, not after the whole decode.
         make_writable_dir(FLAGS.attention_plot_dir, "--attention_plot_dir")
-    trained = trained_model.load()
-    translator = _translator(trained, settings.resolved(trained.hparams))
+    trained = None
+    if FLAGS.runtime == "ctranslate2":
+        translator, run, stamp = _ctranslate2_translator(settings)
+    else:
+        trained = trained_model.load()
+        translator = _translator(trained, settings.resolved(trained.hparams))
+        run, stamp = trained.run, f"{trained.checkpoint}.index"
     from t2t_keras.decoding import decode
 
+    problem = _problem(run)
     if FLAGS.decode_interactive:
-        decode.decode_interactive(translator, problem=_problem(trained.run))
+        decode.decode_interactive(translator, problem=problem)
         return 0
     if FLAGS.decode_from_file:
-        to_file = FLAGS.decode_to_file or _default_output(translator, trained.hparams_set)
+        to_file = FLAGS.decode_to_file or _default_output(translator, run.get("hparams_set"))
         decoded = decode.decode_file(
-            translator,
-            FLAGS.decode_from_file,
-            to_file,
-            FLAGS.decode_reference,
-            _problem(trained.run),
+            translator, FLAGS.decode_from_file, to_file, FLAGS.decode_reference, problem
         )
     else:
         to_file = FLAGS.decode_to_file
-        decoded = _decode_split(trained, translator)
+        decoded = _decode_split(run, translator)
     if FLAGS.keep_timestamp and to_file:
-        index_time = os.path.getmtime(f"{trained.checkpoint}.index")
-        os.utime(os.path.expanduser(to_file), (index_time, index_time))
-    if FLAGS.attention_plot_dir:
+        stamp_time = os.path.getmtime(stamp)
+        os.utime(os.path.expanduser(to_file), (stamp_time, stamp_time))
+    if FLAGS.attention_plot_dir and trained:
         decode.plot_attention(
             trained, translator, decoded, FLAGS.attention_plot_dir, FLAGS.attention_plot_sentences
         )
@@ -123,6 +157,16 @@ def _check_modes() -> None:
         raise UserError(
             "--decode_interactive prints its outputs as it goes; drop --decode_to_file and "
             "--attention_plot_dir, or decode a file with --decode_from_file."
+        )
+    if FLAGS.runtime == "ctranslate2" and FLAGS.attention_plot_dir:
+        raise UserError(
+            "--attention_plot_dir plots the TensorFlow model's attention; drop it, or decode "
+            "with --runtime=tensorflow."
+        )
+    given = [name for name in _CTRANSLATE2_FLAGS if FLAGS[name].present]
+    if FLAGS.runtime != "ctranslate2" and given:
+        raise UserError(
+            f"--{given[0]} applies to --runtime=ctranslate2; add that flag, or drop --{given[0]}."
         )
     if FLAGS.keep_timestamp and not (FLAGS.decode_to_file or FLAGS.decode_from_file):
         raise UserError(
@@ -146,16 +190,51 @@ def _translator(trained: TrainedModel, settings: DecodeHParams) -> Translator:
     return translator
 
 
-def _decode_split(trained: TrainedModel, translator: Translator) -> Decoded:
+def _ctranslate2_translator(
+    settings: DecodeHParams,
+) -> tuple[SentenceTranslator, dict[str, Any], str]:
+    """The CTranslate2 runtime, the run files its export records, and its timestamp file."""
+    from t2t_keras.decoding.ct2_export import import_ctranslate2
+    from t2t_keras.decoding.ct2_translate import CTranslate2Translator
+
+    import_ctranslate2()
+    model_dir = FLAGS.ctranslate2_dir
+    if not model_dir:
+        if not FLAGS.output_dir:
+            common.required(
+                "ctranslate2_dir",
+                "the CTranslate2 export to decode with (or --output_dir, whose "
+                "ctranslate2/ directory is used)",
+            )
+        model_dir = os.path.join(os.path.expanduser(FLAGS.output_dir), "ctranslate2")
+    info = trained_model.load_export(model_dir)
+    translator = CTranslate2Translator(
+        model_dir, settings, FLAGS.ctranslate2_threads, FLAGS.ctranslate2_compute_type
+    )
+    h = translator.hparams
+    logging.info(
+        "Decoding with the CTranslate2 export %s of %s (beam %d, alpha %s, extra length %d).",
+        model_dir,
+        info["checkpoint"],
+        h.beam_size,
+        h.alpha,
+        h.extra_length,
+    )
+    checkpoint_index = f"{info['checkpoint']}.index"
+    stamp = checkpoint_index if os.path.exists(checkpoint_index) else model_dir
+    return translator, info["run"], stamp
+
+
+def _decode_split(run: dict[str, Any], translator: SentenceTranslator) -> Decoded:
     from t2t_keras.decoding import decode
 
-    problem = _problem(trained.run)
+    problem = _problem(run)
     if problem is None:
         raise UserError(
-            f"problem {trained.run['problem']!r} of the training is not registered; "
+            f"problem {run['problem']!r} of the training is not registered; "
             "pass its --t2t_usr_dir, or decode a file with --decode_from_file."
         )
-    data_dir = os.path.expanduser(FLAGS.data_dir or trained.run.get("data_dir"))
+    data_dir = os.path.expanduser(FLAGS.data_dir or run.get("data_dir"))
     return decode.decode_split(
         translator, problem, data_dir, FLAGS.decode_split, FLAGS.decode_to_file
     )
@@ -168,7 +247,7 @@ def _problem(run: dict) -> Problem | None:
     return registry.problem(run["problem"])
 
 
-def _default_output(translator: Translator, hparams_set: str | None) -> str:
+def _default_output(translator: SentenceTranslator, hparams_set: str | None) -> str:
     h = translator.hparams
     name = hparams_set or "model"
     return f"{FLAGS.decode_from_file}.{name}.beam{h.beam_size}.alpha{h.alpha}.decodes"

@@ -1,5 +1,6 @@
 """Shared fixtures: a registry restored after each test, user packages on disk,
-the embedded number-words problem's data and a tiny model trained on it.
+the embedded number-words problem's data and a tiny model trained on it, and
+a pre-norm one with a vocabulary per language.
 
 The CPU is split into two logical devices for the whole session.
 """
@@ -7,6 +8,7 @@ The CPU is split into two logical devices for the whole session.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import itertools
 import os
@@ -18,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from t2t_keras import catalog, registry
+from t2t_keras.problems.number_words import TranslateNumberWordsEnDe
 from t2t_keras.training import split_cpu
 
 catalog.load()
@@ -101,6 +104,56 @@ def trained_dir(number_words_data: Path, tmp_path_factory: pytest.TempPathFactor
         if root is not None:
             _train_tiny(number_words_data, root / "train")
     return _shared_root(tmp_path_factory) / "trained" / "train"
+
+
+class NumberWordsTwoVocabularies(TranslateNumberWordsEnDe):
+    """The number-words problem with a vocabulary per language (never registered)."""
+
+    data_name = "number_words_two_vocabularies"
+    shared_vocab = False
+    num_samples = {"train": 6000, "dev": 100, "test": 100}  # noqa: RUF012
+    dataset_splits = {"train": 1, "dev": 1, "test": 1}  # noqa: RUF012
+
+
+@pytest.fixture(scope="session")
+def pre_norm_trained_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """output_dir of a pre-norm tiny model with two vocabularies, three embedding
+    matrices and learned positions, trained 150 steps on NumberWordsTwoVocabularies;
+    its data_dir is the sibling "data". Read-only, as trained_dir."""
+    with built_once(tmp_path_factory, "pre_norm") as root:
+        if root is not None:
+            _train_pre_norm(root)
+    return _shared_root(tmp_path_factory) / "pre_norm" / "train"
+
+
+def _train_pre_norm(root: Path) -> None:
+    from t2t_keras.hparams.transformer import transformer_tiny
+    from t2t_keras.training import make_strategy
+    from t2t_keras.training.config import TrainConfig
+    from t2t_keras.training.trainer import train
+
+    problem = NumberWordsTwoVocabularies()
+    problem.generate_data(str(root / "data"), str(root / "tmp"))
+    hparams = dataclasses.replace(
+        transformer_tiny(),
+        layer_norm_position="pre",
+        shared_embeddings=False,
+        tie_target_embeddings=False,
+        position_encoding="learned",
+        max_length=64,
+    )
+    config = TrainConfig(
+        train_steps=150, eval_steps=0, eval_every_steps=0, eval_bleu_examples=0, random_seed=1
+    )
+    train(
+        problem,
+        "transformer",
+        hparams,
+        str(root / "data"),
+        str(root / "train"),
+        make_strategy("one_device"),
+        config,
+    )
 
 
 def _shared_root(tmp_path_factory: pytest.TempPathFactory) -> Path:

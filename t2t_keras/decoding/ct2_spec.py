@@ -1,0 +1,209 @@
+"""A CTranslate2 model specification built from a trained Transformer's weights.
+
+CTranslate2's `TransformerSpec` describes the same network as ours: scaled
+embeddings plus a position table, post- or pre-norm layers of multi-head
+attention and a ReLU feed-forward block, a linear pre-softmax projection.
+This module fills one from our Keras weights, so `ctranslate2.Translator`
+computes what `Transformer` computes:
+
+  - embeddings: ours are multiplied by sqrt(d_model), as CTranslate2's
+    (`scale_embeddings`); shared or separate matrices are written as they are.
+  - positions: our interleaved sinusoid (sin on even, cos on odd dimensions)
+    is not CTranslate2's built-in one (sines then cosines), so the table
+    itself is written, `position_table_length` rows long; learned tables as
+    they are.
+  - attention: our kernels [D, H, K] become CTranslate2's [H * K, D] linear
+    weights (self-attention: queries, keys and values stacked; encoder-decoder
+    attention: queries, then keys and values stacked), with zero biases, as
+    ours have none. Queries are scaled by 1 / sqrt(K) in both.
+  - the ids: 0 = PAD is also the decoder's start symbol, 1 = EOS.
+
+What CTranslate2 cannot express is refused with `UnsupportedModel`: value
+depth other than key depth (its heads have one depth).
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from t2t_keras.data.vocab import Vocabulary
+from t2t_keras.errors import UserError
+from t2t_keras.layers.position import sinusoid
+from t2t_keras.models.transformer import Transformer
+
+# Reserved pieces of every vocabulary (`Vocabulary.pieces`): PAD, EOS, UNK.
+PAD_PIECE, EOS_PIECE, UNK_PIECE = "<pad>", "</s>", "<unk>"
+
+
+class UnsupportedModel(UserError):
+    """A model with a feature CTranslate2 has no equivalent of."""
+
+
+def check_supported(model: Transformer) -> None:
+    """Refuses, in one paragraph naming the feature, what CTranslate2 cannot run."""
+    hparams = model.hparams
+    if hparams.d_k != hparams.d_v:
+        raise UnsupportedModel(
+            f"this model has key depth d_k={hparams.d_k} and value depth d_v={hparams.d_v} "
+            "per head, and CTranslate2's attention has one depth for both, so it cannot be "
+            "exported to CTranslate2. Models with d_k == d_v (every paper set but Table 3's "
+            "B variants that change one of them) export; decode this one with "
+            "t2t-decoder's default runtime or export it as a SavedModel."
+        )
+
+
+def model_spec(
+    model: Transformer,
+    vocabs: dict[str, Vocabulary],
+    position_table_length: int,
+) -> Any:
+    """A `ctranslate2.specs.TransformerSpec` holding the model's weights and vocabularies.
+
+    Args:
+      model: a built Transformer with its trained weights.
+      vocabs: {"inputs", "targets"} vocabularies; each is written as
+        vocab_size pieces, ids beyond its own size as "<id N>".
+      position_table_length: rows of each position table written for a
+        sinusoid model (learned tables keep their max_length rows); the
+        longest sequence the exported model can read or write.
+
+    Raises:
+      UnsupportedModel: see `check_supported`.
+    """
+    import ctranslate2  # The optional extra: its absence is reported by the caller.
+
+    check_supported(model)
+    hparams = model.hparams
+    head_dim = hparams.d_k if hparams.d_k * hparams.num_heads != hparams.d_model else None
+    pre_norm = hparams.layer_norm_position == "pre"
+    specs = ctranslate2.specs
+    encoder = specs.TransformerEncoderSpec(
+        hparams.num_encoder_layers, hparams.num_heads, pre_norm=pre_norm, head_dim=head_dim
+    )
+    decoder = specs.TransformerDecoderSpec(
+        hparams.num_decoder_layers, hparams.num_heads, pre_norm=pre_norm, head_dim=head_dim
+    )
+    spec = specs.TransformerSpec(encoder, decoder)
+    tables = _position_tables(model, position_table_length)
+    _fill_encoder(spec.encoder, model, tables[0])
+    _fill_decoder(spec.decoder, model, tables[1])
+    spec.config.add_source_eos = False  # Our rows end with EOS already; see ct2_translate.
+    spec.config.unk_token = UNK_PIECE
+    spec.config.eos_token = EOS_PIECE
+    spec.config.bos_token = PAD_PIECE  # No BOS: the decoder starts from PAD.
+    spec.config.decoder_start_token = PAD_PIECE
+    spec.config.layer_norm_epsilon = hparams.layer_norm_epsilon
+    for side, register in (
+        ("inputs", spec.register_source_vocabulary),
+        ("targets", spec.register_target_vocabulary),
+    ):
+        register(vocabulary_pieces(vocabs[side], hparams.vocab_size))
+    return spec
+
+
+def vocabulary_pieces(vocab: Vocabulary, size: int) -> list[str]:
+    """The `size` pieces CTranslate2 maps ids to: the vocabulary's, then "<id N>" fillers.
+
+    Raises:
+      UnsupportedModel: two ids with one piece (CTranslate2 maps tokens by name).
+    """
+    pieces = vocab.pieces(range(size))
+    twice = [piece for piece, count in collections.Counter(pieces).items() if count > 1]
+    if twice:
+        raise UnsupportedModel(
+            f"the vocabulary has the piece {twice[0]!r} at two ids, and CTranslate2 looks tokens "
+            "up by their text, so it cannot be exported; retrain the vocabulary with "
+            "t2t-datagen (SentencePiece pieces are unique)."
+        )
+    return pieces
+
+
+def _position_tables(model: Transformer, length: int) -> tuple[np.ndarray, np.ndarray]:
+    """The encoder's and decoder's [N, D] position tables."""
+    if model.position_tables:
+        encoder, decoder = (_array(table.table) for table in model.position_tables)
+        return encoder, decoder
+    table = sinusoid(np.arange(length), model.hparams.d_model).numpy()
+    return table, table
+
+
+def _fill_encoder(spec: Any, model: Transformer, positions: np.ndarray) -> None:
+    spec.embeddings[0].weight = _array(model.source_embedding.embeddings)
+    spec.position_encodings.encodings = positions
+    for layer_spec, layer in zip(spec.layer, model.encoder_layers, strict=True):
+        _fill_self_attention(layer_spec.self_attention, layer)
+        _fill_feed_forward(layer_spec.ffn, layer)
+    if model.final_norms:
+        _fill_norm(spec.layer_norm, model.final_norms[0])
+
+
+def _fill_decoder(spec: Any, model: Transformer, positions: np.ndarray) -> None:
+    spec.embeddings.weight = _array(model.target_embedding.embeddings)
+    spec.position_encodings.encodings = positions
+    projection = _array(model.softmax_weights.embeddings)  # [V, D]: logits = x W^T.
+    _fill_linear(spec.projection, projection, np.zeros(projection.shape[0], np.float32))
+    for layer_spec, layer in zip(spec.layer, model.decoder_layers, strict=True):
+        _fill_self_attention(layer_spec.self_attention, layer)
+        attention = layer.memory_attention
+        _fill_norm(layer_spec.attention.layer_norm, layer.memory_block.norm)
+        _fill_projections(
+            layer_spec.attention.linear,
+            [[attention.query_kernel], [attention.key_kernel, attention.value_kernel]],
+            attention.output_kernel,
+        )
+        _fill_feed_forward(layer_spec.ffn, layer)
+    if model.final_norms:
+        _fill_norm(spec.layer_norm, model.final_norms[1])
+
+
+def _fill_self_attention(spec: Any, layer: Any) -> None:
+    attention = layer.self_attention
+    _fill_norm(spec.layer_norm, layer.attention_block.norm)
+    kernels = [attention.query_kernel, attention.key_kernel, attention.value_kernel]
+    _fill_projections(spec.linear, [kernels], attention.output_kernel)
+
+
+def _fill_projections(
+    linears: Sequence[Any], stacked_inputs: list[list[Any]], output_kernel: Any
+) -> None:
+    """Input projections [D, H, K] -> [H * K, D] (each group stacked), output [H, V, D] -> [D, H * V]."""
+    for linear, kernels in zip(linears, stacked_inputs, strict=False):
+        weight = np.concatenate([_heads_kernel(kernel) for kernel in kernels], axis=0)
+        _fill_linear(linear, weight, np.zeros(weight.shape[0], np.float32))
+    output = _array(output_kernel)
+    output = output.reshape(-1, output.shape[-1]).T  # [D, H * V]
+    _fill_linear(linears[-1], output, np.zeros(output.shape[0], np.float32))
+
+
+def _heads_kernel(kernel: Any) -> np.ndarray:
+    """Our [D, H, K] projection as CTranslate2's [H * K, D] (output rows, input columns)."""
+    array = _array(kernel)
+    return array.reshape(array.shape[0], -1).T
+
+
+def _fill_feed_forward(spec: Any, layer: Any) -> None:
+    _fill_norm(spec.layer_norm, layer.feed_forward_block.norm)
+    for linear, dense in zip(
+        (spec.linear_0, spec.linear_1),
+        (layer.feed_forward.inner, layer.feed_forward.outer),
+        strict=True,
+    ):
+        _fill_linear(linear, _array(dense.kernel).T, _array(dense.bias))
+
+
+def _fill_norm(spec: Any, norm: Any) -> None:
+    spec.gamma = _array(norm.gamma)
+    spec.beta = _array(norm.beta)
+
+
+def _fill_linear(spec: Any, weight: np.ndarray, bias: np.ndarray) -> None:
+    spec.weight = np.ascontiguousarray(weight, np.float32)
+    spec.bias = np.ascontiguousarray(bias, np.float32)
+
+
+def _array(variable: Any) -> np.ndarray:
+    return np.asarray(variable.numpy() if hasattr(variable, "numpy") else variable, np.float32)

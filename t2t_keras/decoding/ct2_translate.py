@@ -1,0 +1,183 @@
+"""Translating with a CTranslate2 export: the same lines in and out as `Translator`.
+
+Sentences are encoded with the export's SentencePiece model(s) exactly as the
+TensorFlow runtime encodes them (cut to max_length, EOS appended), sorted by
+length, and given to `ctranslate2.Translator.translate_batch` as pieces. The
+search settings mean what they mean in `t2t_keras.decoding.search`:
+
+  - beam_size, min_length: the same.
+  - the longest output, input length + extra_length tokens before EOS (never
+    more than max_length - 1): CTranslate2 has one length limit per call, so
+    each batch holds sentences of one input length, and an output that
+    reaches its limit ends there (we add the EOS ours forces there).
+  - PAD is never produced (`suppress_sequences`).
+  - the length penalty and stopping: both beam searches keep the best
+    beams by log-probability alone, take EOS extensions from the first
+    beam_size candidates as finished, and stop a sentence at beam_size
+    finished hypotheses (our "first_k"; "best_possible" is refused); the
+    penalty only ranks the finished ones. CTranslate2's own penalty is
+    n ** length_penalty (n tokens, EOS counted; our `length_penalty=length`),
+    and at 0 it stops as soon as its best beam has finished. So it is asked
+    for every finished hypothesis under a negligible penalty, which keeps
+    the first_k rule, and they are ranked here under ours, GNMT's by default.
+
+Scores are the TensorFlow runtime's: the log-probability over our penalty.
+Residual differences: CTranslate2 renormalizes the probabilities after
+barring PAD (and EOS before min_length) where ours does not, which raises its
+scores by a few thousandths; an output cut at its limit lacks the
+log-probability of the EOS ours forces there; and when more than beam_size
+hypotheses have finished when a sentence stops, CTranslate2 keeps the
+likeliest beam_size where ours keeps the best beam_size under the penalty.
+Each rarely changes which output is best; the last, with return_beams, more
+often changes the lower beams.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+from t2t_keras.data.ids import EOS_ID, UNK_ID
+from t2t_keras.decoding.ct2_export import (
+    QUANTIZATIONS,
+    SearchDefaults,
+    import_ctranslate2,
+    read_info,
+)
+from t2t_keras.decoding.ct2_spec import PAD_PIECE, vocabulary_pieces
+from t2t_keras.decoding.decode_hparams import DecodeHParams
+from t2t_keras.decoding.translate import SentenceTranslator, Translation
+from t2t_keras.errors import UserError
+from t2t_keras.run.loading import load_vocabs
+
+# CTranslate2's length_penalty: at 0 it stops as soon as its top beam has
+# finished, whatever else is alive; any other value stops at beam_size
+# finished hypotheses, our "first_k". This one ranks as 0 does.
+_NEARLY_ZERO = 1e-9
+# CTranslate2's compute types: "default" keeps the type the weights were
+# exported in, "auto" picks the fastest; the others as `QUANTIZATIONS`.
+COMPUTE_TYPES = ("default", "auto", *QUANTIZATIONS)
+
+
+class CTranslate2Translator(SentenceTranslator):
+    """Decodes text with a CTranslate2 export of a trained model.
+
+    Args:
+      model_dir: the directory t2t-exporter --export_format=ctranslate2 wrote.
+      decode_hparams: search and batching settings; unset beam_size, alpha
+        and extra_length take the export's defaults.
+      threads: CPU threads of one translation (CTranslate2's intra_threads;
+        0 lets it choose).
+      compute_type: the type CTranslate2 computes in (COMPUTE_TYPES); "default"
+        is the exported one, so an int8 export runs in int8.
+    """
+
+    def __init__(
+        self,
+        model_dir: str,
+        decode_hparams: DecodeHParams,
+        threads: int = 0,
+        compute_type: str = "default",
+    ) -> None:
+        ctranslate2 = import_ctranslate2()
+        model_dir = os.path.expanduser(model_dir)
+        self.info = read_info(model_dir)
+        self.hparams = decode_hparams.resolved(SearchDefaults(**self.info["search_defaults"]))
+        _check_settings(self.hparams, compute_type)
+        self.vocabs = load_vocabs(model_dir, self.info["run"])
+        self.max_length = int(self.info["max_length"])
+        vocab_size = int(self.info["hparams"]["vocab_size"])
+        self._target_ids = {
+            piece: i
+            for i, piece in enumerate(vocabulary_pieces(self.vocabs["targets"], vocab_size))
+        }
+        self._source_pieces = vocabulary_pieces(self.vocabs["inputs"], vocab_size)
+        try:
+            self.translator = ctranslate2.Translator(
+                model_dir,
+                device="cpu",
+                compute_type=compute_type,
+                inter_threads=1,
+                intra_threads=threads,
+            )
+        except (RuntimeError, ValueError) as error:
+            raise UserError(
+                f"CTranslate2 cannot load the model in {model_dir} ({error}); export it "
+                "again with t2t-exporter --export_format=ctranslate2."
+            ) from None
+
+    def _batches(self, rows: list[list[int]], order: list[int]) -> Iterator[list[int]]:
+        """`order` in batch_size chunks, each of one output length limit (CTranslate2 has one a call)."""
+        batch: list[int] = []
+        for index in order:
+            if batch and (
+                len(batch) == self.hparams.batch_size
+                or self._limit(rows[index]) != self._limit(rows[batch[0]])
+            ):
+                yield batch
+                batch = []
+            batch.append(index)
+        if batch:
+            yield batch
+
+    def _limit(self, row: list[int]) -> int:
+        """Most tokens before EOS for an input row (`decoder.decode_limits`)."""
+        _, _, extra_length = self.hparams.beam_alpha_extra_length()
+        return min(len(row) + extra_length, self.max_length - 1)
+
+    def _decode_batch(self, rows: list[list[int]], chunk: list[int]) -> list[Translation]:
+        beam_size, _, _ = self.hparams.beam_alpha_extra_length()
+        limit = self._limit(rows[chunk[0]])
+        results = self.translator.translate_batch(
+            [[self._source_pieces[token] for token in rows[i]] for i in chunk],
+            beam_size=beam_size,
+            num_hypotheses=beam_size,  # Every finished one, ranked here by our penalty.
+            length_penalty=_NEARLY_ZERO,
+            max_decoding_length=limit,
+            min_decoding_length=min(self.hparams.min_length, limit),
+            max_input_length=0,  # Rows are cut to max_length already.
+            return_scores=True,
+            return_end_token=True,
+            suppress_sequences=[[PAD_PIECE]],
+        )
+        return [self._translation(result) for result in results]
+
+    def _translation(self, result: Any) -> Translation:
+        """The hypotheses of one sentence, ranked by our length penalty; the best or all."""
+        ranked = []
+        for hypothesis, score in zip(result.hypotheses, result.scores, strict=True):
+            ids = [self._target_ids.get(piece, UNK_ID) for piece in hypothesis]
+            if not ids or ids[-1] != EOS_ID:
+                ids.append(EOS_ID)  # Cut at its limit, where ours forces EOS.
+            log_prob = score * max(len(hypothesis), 1) ** _NEARLY_ZERO
+            ranked.append((log_prob / self._penalty(len(ids)), ids))
+        ranked.sort(key=lambda scored: -scored[0])
+        kept = ranked if self.hparams.return_beams else ranked[:1]
+        return Translation(
+            texts=[self.vocabs["targets"].decode(ids) for _, ids in kept],
+            scores=[score for score, _ in kept],
+            ids=[ids for _, ids in kept],
+        )
+
+    def _penalty(self, length: int) -> float:
+        """Our length penalty of an output of `length` tokens, EOS included (`search`)."""
+        _, alpha, _ = self.hparams.beam_alpha_extra_length()
+        if self.hparams.length_penalty == "gnmt":
+            return ((5.0 + length) / 6.0) ** alpha
+        return float(length) ** alpha
+
+
+def _check_settings(settings: DecodeHParams, compute_type: str) -> None:
+    """Refuses what CTranslate2 cannot do as asked."""
+    if settings.stopping != "first_k":
+        raise UserError(
+            f"--decode_hparams stopping={settings.stopping} has no CTranslate2 equivalent: "
+            "CTranslate2 stops a sentence once beam_size hypotheses have finished "
+            "(stopping=first_k). Drop it, or decode with --runtime=tensorflow."
+        )
+    if compute_type not in COMPUTE_TYPES:
+        raise UserError(
+            f"unknown CTranslate2 compute type {compute_type!r}; accepted: "
+            f"{', '.join(COMPUTE_TYPES)} (default: the type the model was exported in)."
+        )
