@@ -111,14 +111,14 @@ class NumberWordsTwoVocabularies(TranslateNumberWordsEnDe):
 
     data_name = "number_words_two_vocabularies"
     shared_vocab = False
-    num_samples = {"train": 6000, "dev": 100, "test": 100}  # noqa: RUF012
+    num_samples = {"train": 3000, "dev": 50, "test": 50}  # noqa: RUF012
     dataset_splits = {"train": 1, "dev": 1, "test": 1}  # noqa: RUF012
 
 
 @pytest.fixture(scope="session")
 def pre_norm_trained_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """output_dir of a pre-norm tiny model with two vocabularies, three embedding
-    matrices and learned positions, trained 150 steps on NumberWordsTwoVocabularies;
+    matrices and learned positions, trained 80 steps on NumberWordsTwoVocabularies;
     its data_dir is the sibling "data". Read-only, as trained_dir."""
     with built_once(tmp_path_factory, "pre_norm") as root:
         if root is not None:
@@ -143,7 +143,7 @@ def _train_pre_norm(root: Path) -> None:
         max_length=64,
     )
     config = TrainConfig(
-        train_steps=150, eval_steps=0, eval_every_steps=0, eval_bleu_examples=0, random_seed=1
+        train_steps=80, eval_steps=0, eval_every_steps=0, eval_bleu_examples=0, random_seed=1
     )
     train(
         problem,
