@@ -38,6 +38,8 @@ QUANTIZATIONS = (
     "float16",
     "bfloat16",
 )
+# What t2t_keras.json holds besides "format".
+_INFO_KEYS = ("run", "hparams", "checkpoint", "max_length", "search_defaults")
 INSTALL_HINT = "pip install 't2t_keras[ctranslate2]' (or pip install ctranslate2)"
 
 
@@ -163,6 +165,12 @@ def read_info(model_dir: str) -> dict[str, Any]:
         raise UserError(f"{path} cannot be read ({error}); export the model again.") from None
     if not isinstance(info, dict) or info.get("format") != FORMAT:
         raise UserError(f"{path} is not a t2t_keras export description; {hint}")
+    missing = [key for key in _INFO_KEYS if key not in info]
+    if missing:
+        raise UserError(
+            f"{path} lacks {', '.join(missing)}, which t2t-exporter writes; export the model "
+            "again with t2t-exporter --export_format=ctranslate2."
+        )
     return info
 
 

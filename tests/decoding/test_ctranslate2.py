@@ -9,8 +9,10 @@ real `ctranslate2.Translator`.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import random
+import shutil
 from pathlib import Path
 
 import ctranslate2
@@ -282,3 +284,15 @@ def test_a_directory_that_is_not_an_export_is_never_replaced(
 def test_a_directory_converted_by_another_tool_is_refused(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="not a t2t_keras CTranslate2 export"):
         CTranslate2Translator(str(tmp_path), DecodeHParams())
+
+
+def test_an_export_description_missing_its_settings_is_refused(
+    export_dir: str, tmp_path: Path
+) -> None:
+    copy = tmp_path / "copy"
+    shutil.copytree(export_dir, copy)
+    info = json.loads((copy / "t2t_keras.json").read_text())
+    del info["search_defaults"]
+    (copy / "t2t_keras.json").write_text(json.dumps(info))
+    with pytest.raises(UserError, match="lacks search_defaults"):
+        CTranslate2Translator(str(copy), DecodeHParams())
