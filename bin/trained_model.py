@@ -124,9 +124,7 @@ def _check_same_model(info: dict[str, Any], model_dir: str) -> None:
     differences = [name for name in ("problem", "model") if run.get(name) != exported.get(name)]
     if hparams.values() != info["hparams"]:
         differences.append("hparams")
-    if run.get("vocab") != exported.get("vocab") or not _same_vocab_files(
-        run, directory, model_dir
-    ):
+    if run.get("vocab") != exported.get("vocab") or _differing_vocab(run, model_dir, directory):
         differences.append("vocabularies")
     if differences:
         raise UserError(
@@ -137,14 +135,18 @@ def _check_same_model(info: dict[str, Any], model_dir: str) -> None:
         )
 
 
-def _same_vocab_files(run: dict[str, Any], directory: str, model_dir: str) -> bool:
-    for name in sorted(set(run.get("vocab", {}).values()) - {"bytes"}):
-        mine, theirs = os.path.join(directory, name), os.path.join(model_dir, name)
-        if not (os.path.isfile(mine) and os.path.isfile(theirs)):
-            return False
-        if not filecmp.cmp(mine, theirs, shallow=False):
-            return False
-    return True
+def _differing_vocab(run: dict[str, Any], vocab_dir: str, other_dir: str) -> str | None:
+    """The first vocabulary file of run.json in other_dir that is missing or differs
+    from vocab_dir's copy, or None when they all match."""
+    from t2t_keras.run.run_files import vocab_files
+
+    for name in vocab_files(run):
+        mine, other = os.path.join(vocab_dir, name), os.path.join(other_dir, name)
+        if not (os.path.isfile(mine) and os.path.isfile(other)):
+            return name
+        if not filecmp.cmp(other, mine, shallow=False):
+            return name
+    return None
 
 
 def check_flags(run: dict[str, Any], hparams: HParams, where: str) -> None:
@@ -179,14 +181,12 @@ def check_data_dir(run: dict[str, Any], vocab_dir: str, data_dir: str) -> None:
     directory = os.path.expanduser(data_dir)
     if not os.path.isdir(directory):
         raise UserError(f"--data_dir {data_dir} is not a directory; give the problem's data_dir.")
-    for name in sorted(set(run.get("vocab", {}).values()) - {"bytes"}):
+    name = _differing_vocab(run, vocab_dir, directory)
+    if name is not None:
         given = os.path.join(directory, name)
-        if not os.path.isfile(given) or not filecmp.cmp(
-            given, os.path.join(vocab_dir, name), shallow=False
-        ):
-            state = "differs from" if os.path.isfile(given) else "is missing, unlike"
-            raise UserError(
-                f"--data_dir {data_dir}: the vocabulary {name} {state} the one the model was "
-                f"trained with ({vocab_dir}/{name}); give the data_dir of the training, "
-                "or drop --data_dir."
-            )
+        state = "differs from" if os.path.isfile(given) else "is missing, unlike"
+        raise UserError(
+            f"--data_dir {data_dir}: the vocabulary {name} {state} the one the model was "
+            f"trained with ({vocab_dir}/{name}); give the data_dir of the training, "
+            "or drop --data_dir."
+        )

@@ -24,6 +24,7 @@ from t2t_keras.decoding.decode_hparams import SEARCH_SETTINGS, DecodeHParams
 from t2t_keras.errors import UserError
 from t2t_keras.models.transformer import Transformer
 from t2t_keras.run.loading import TrainedModel
+from t2t_keras.run.run_files import vocab_files
 
 EXPORT_INFO = "t2t_keras.json"
 FORMAT = "t2t_keras-ctranslate2"
@@ -191,7 +192,7 @@ def _check_replaceable(export_dir: str) -> None:
 
 
 def _copy_vocabularies(trained: TrainedModel, model_dir: str) -> None:
-    for name in sorted(set(trained.run.get("vocab", {}).values()) - {"bytes"}):
+    for name in vocab_files(trained.run):
         shutil.copyfile(os.path.join(trained.run_dir, name), os.path.join(model_dir, name))
 
 

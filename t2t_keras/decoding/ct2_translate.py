@@ -85,6 +85,7 @@ class CTranslate2Translator(SentenceTranslator):
         self.info = read_info(model_dir)
         self.hparams = decode_hparams.resolved(SearchDefaults(**self.info["search_defaults"]))
         _check_settings(self.hparams, compute_type)
+        _, _, self._extra_length = self.hparams.beam_alpha_extra_length()
         self.vocabs = load_vocabs(model_dir, self.info["run"])
         self.max_length = int(self.info["max_length"])
         vocab_size = int(self.info["hparams"]["vocab_size"])
@@ -123,8 +124,7 @@ class CTranslate2Translator(SentenceTranslator):
 
     def _limit(self, row: list[int]) -> int:
         """Most tokens before EOS for an input row (`decoder.decode_limits`)."""
-        _, _, extra_length = self.hparams.beam_alpha_extra_length()
-        return min(len(row) + extra_length, self.max_length - 1)
+        return min(len(row) + self._extra_length, self.max_length - 1)
 
     def _decode_batch(self, rows: list[list[int]], chunk: list[int]) -> list[Translation]:
         beam_size, _, _ = self.hparams.beam_alpha_extra_length()

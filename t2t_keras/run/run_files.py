@@ -22,6 +22,11 @@ HPARAMS_FILE = "hparams.json"
 RUN_FILE = "run.json"
 
 
+def vocab_files(run: dict[str, Any]) -> list[str]:
+    """The vocabulary files run.json names, sorted; a byte vocabulary has none."""
+    return sorted(set(run.get("vocab", {}).values()) - {"bytes"})
+
+
 def read_run(output_dir: str) -> dict[str, Any] | None:
     """run.json of output_dir, or None when there is none."""
     path = os.path.join(output_dir, RUN_FILE)

@@ -291,7 +291,7 @@ def _staging_dir(averaged_dir: str) -> str:
 def _copy_run_files(output_dir: str, run: dict[str, Any], target: str) -> None:
     """Copies run.json, hparams.json and the vocabulary files run.json names."""
     names = {run_files.RUN_FILE, run_files.HPARAMS_FILE}
-    names |= {name for name in run.get("vocab", {}).values() if name != "bytes"}
+    names |= set(run_files.vocab_files(run))
     for name in sorted(names):
         source = os.path.join(output_dir, name)
         if not os.path.isfile(source):
