@@ -9,6 +9,7 @@ the newest in a directory or as a prefix such as `TRAIN/ckpt-1000`.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 from typing import Any
 
@@ -18,8 +19,8 @@ import tensorflow as tf
 from t2t_keras import registry
 from t2t_keras.data.vocab import ByteVocabulary, SentencePieceVocabulary, Vocabulary
 from t2t_keras.errors import UserError
-from t2t_keras.hparam import HParams
-from t2t_keras.run import run_files
+from t2t_keras.hparam import HParams, HParamsError
+from t2t_keras.run import intact, run_files
 from t2t_keras.run.weights import build_model, restore_model
 
 
@@ -56,14 +57,14 @@ def find_checkpoint(path: str) -> str:
     """
     path = os.path.expanduser(path)
     if tf.io.gfile.isdir(path):
-        newest = tf.train.latest_checkpoint(path)
-        if newest is None:
+        prefixes = intact.checkpoint_prefixes(path)
+        if not prefixes:
             raise UserError(
                 f"directory {path} holds no checkpoint (no 'checkpoint' state file with "
                 "ckpt-N files); give the --output_dir t2t-trainer wrote, or a checkpoint "
                 "prefix such as TRAIN/ckpt-1000."
             )
-        return newest
+        return prefixes[0]
     if tf.io.gfile.exists(path + ".index"):
         return path
     hint = " (give the prefix, without .index)" if path.endswith(".index") else ""
@@ -84,8 +85,15 @@ def read_run_files(directory: str) -> tuple[dict[str, Any], HParams]:
             "t2t-trainer writes into its --output_dir; point --output_dir at a training "
             "directory (--checkpoint_path alone works when the checkpoint lies in one)."
         )
-    with tf.io.gfile.GFile(hparams_path) as file:
-        hparams = model_hparams_class(run["model"]).from_json(file.read())
+    saved = run_files.read_json(hparams_path)
+    try:
+        hparams = model_hparams_class(run["model"]).from_json(json.dumps(saved))
+    except HParamsError as error:
+        raise UserError(
+            f"{hparams_path} does not describe a {run['model']} model: {error} t2t-trainer "
+            "writes it into its --output_dir; restore it from a backup, or rerun t2t-trainer "
+            "with the same --hparams_set and --hparams to write it anew."
+        ) from None
     return run, hparams
 
 
@@ -161,14 +169,58 @@ def load_trained(
             _check_hparams_set(other, run.get("hparams_set"), f"{checkpoint_dir}/run.json", run)
     model = build_model(run["model"], hparams, use_xla=use_xla)
     try:
-        restore_model(model, checkpoint)
+        checkpoint = _restore(model, os.path.expanduser(given), checkpoint)
+    except intact.DamagedCheckpointError:
+        raise
     except UserError as error:
         raise UserError(
             f"{error} The model was built from {directory}/{run_files.HPARAMS_FILE} "
             f"(hparams set {run.get('hparams_set', 'unrecorded')}); decode a checkpoint "
             "with the run files of the training that wrote it."
         ) from None
-    return TrainedModel(model, hparams, load_vocabs(directory, run), run, checkpoint, directory)
+    vocabs = load_vocabs(directory, run)
+    _check_vocab_sizes(vocabs, run, hparams, directory)
+    return TrainedModel(model, hparams, vocabs, run, checkpoint, directory)
+
+
+def _check_vocab_sizes(
+    vocabs: dict[str, Vocabulary], run: dict[str, Any], hparams: HParams, directory: str
+) -> None:
+    """Each vocabulary has the size it was trained with, and no more ids than the model."""
+    model_size = getattr(hparams, "vocab_size", 0)
+    recorded = run.get("vocab_sizes", {})
+    for side, vocab in vocabs.items():
+        expected = recorded.get(side)
+        too_many = model_size and vocab.vocab_size > model_size
+        if too_many or (expected and vocab.vocab_size != expected):
+            trained = f"{expected} ids ({run_files.RUN_FILE})" if expected else "fewer"
+            raise UserError(
+                f"the {side} vocabulary {run['vocab'][side]} in {directory} has "
+                f"{vocab.vocab_size} ids, but the model was trained with {trained} and has "
+                f"vocab_size={model_size} ({run_files.HPARAMS_FILE}): it is not the vocabulary "
+                "trained with. Copy that one back from the problem's data_dir."
+            )
+
+
+def _restore(model: keras.Model, given: str, checkpoint: str) -> str:
+    """Restores the checkpoint named, or a directory's newest that reads whole; returns it."""
+    if tf.io.gfile.isdir(given):
+        restored, _ = intact.restore_newest(
+            given, lambda prefix: restore_model(model, prefix), using="decoding with"
+        )
+        assert restored is not None  # find_checkpoint found one.
+        return restored
+    try:
+        restore_model(model, checkpoint)
+    except Exception:
+        damage = intact.damage(checkpoint)
+        if damage is None:
+            raise
+        raise intact.DamagedCheckpointError(
+            f"checkpoint {checkpoint} cannot be read ({damage}): its files are damaged. Give "
+            "another checkpoint, or its directory to take the newest that reads completely."
+        ) from None
+    return checkpoint
 
 
 def _check_hparams_set(

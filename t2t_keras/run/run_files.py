@@ -32,8 +32,30 @@ def read_run(output_dir: str) -> dict[str, Any] | None:
     path = os.path.join(output_dir, RUN_FILE)
     if not tf.io.gfile.exists(path):
         return None
-    with tf.io.gfile.GFile(path) as file:
-        return json.load(file)
+    run = read_json(path)
+    if not isinstance(run.get("problem"), str) or not isinstance(run.get("model"), str):
+        raise _damaged(path, "it names no problem and model")
+    return run
+
+
+def read_json(path: str) -> dict[str, Any]:
+    """A JSON object file that t2t-trainer wrote; a clear error naming it if it is damaged."""
+    try:
+        with tf.io.gfile.GFile(path, "rb") as file:
+            value = json.loads(file.read().decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise _damaged(path, f"it is not valid JSON ({error})") from None
+    if not isinstance(value, dict):
+        raise _damaged(path, "it holds no JSON object")
+    return value
+
+
+def _damaged(path: str, why: str) -> UserError:
+    return UserError(
+        f"{path} cannot be read: {why}. t2t-trainer writes it into its --output_dir and it "
+        "must not be edited; restore it from a backup, or delete it and rerun t2t-trainer "
+        "with the same --problem, --hparams_set and --hparams, which writes it anew."
+    )
 
 
 def check_resumable(output_dir: str, run: dict[str, Any], hparams: HParams) -> None:
@@ -44,14 +66,17 @@ def check_resumable(output_dir: str, run: dict[str, Any], hparams: HParams) -> N
       run: what this training is: {"problem": ..., "model": ...}.
       hparams: the hparams it trains with.
     """
-    if tf.train.latest_checkpoint(output_dir) is None:
+    if not _has_checkpoints(output_dir):
         return
     previous = read_run(output_dir)
-    if previous is None:
+    if previous is None and not tf.io.gfile.exists(os.path.join(output_dir, HPARAMS_FILE)):
         raise UserError(
-            f"output_dir {output_dir} holds checkpoints but no {RUN_FILE}, so they were "
-            "not written by t2t-trainer; choose another --output_dir."
+            f"output_dir {output_dir} holds checkpoints but no {RUN_FILE} or {HPARAMS_FILE}, "
+            "so they were not written by t2t-trainer; choose another --output_dir."
         )
+    if previous is None:
+        logging.warning("%s has no %s; it is written anew.", output_dir, RUN_FILE)
+        previous = run
     for key in ("problem", "model"):
         if previous.get(key) != run[key]:
             raise UserError(
@@ -59,8 +84,8 @@ def check_resumable(output_dir: str, run: dict[str, Any], hparams: HParams) -> N
                 f"not {run[key]!r}; choose another --output_dir, or rerun with "
                 f"--{key}={previous.get(key)} to resume that training."
             )
-    with tf.io.gfile.GFile(os.path.join(output_dir, HPARAMS_FILE)) as file:
-        saved = json.load(file)
+    hparams_path = os.path.join(output_dir, HPARAMS_FILE)
+    saved = read_json(hparams_path) if tf.io.gfile.exists(hparams_path) else {}
     new = hparams.values()
     # vocab_size 0 takes the problem's: a change there shows when the weights load.
     changed = [
@@ -82,8 +107,51 @@ def check_resumable(output_dir: str, run: dict[str, Any], hparams: HParams) -> N
         logging.info("Resuming with changed hparams: %s.", ", ".join(others))
 
 
+def check_vocabularies(output_dir: str, vocab_paths: dict[str, str], vocab_size: int) -> None:
+    """On resume, refuses vocabularies other than those the checkpoints were trained with.
+
+    Args:
+      output_dir: the training directory.
+      vocab_paths: side -> the data_dir's vocabulary file, or "bytes".
+      vocab_size: the model's vocab_size this run would train with.
+    """
+    if not _has_checkpoints(output_dir):
+        return
+    hparams_path = os.path.join(output_dir, HPARAMS_FILE)
+    saved = read_json(hparams_path).get("vocab_size") if tf.io.gfile.exists(hparams_path) else None
+    if saved and saved != vocab_size:
+        raise UserError(
+            f"the vocabularies in data_dir give the model vocab_size={vocab_size}, but the "
+            f"checkpoints in {output_dir} were trained with vocab_size={saved} ({hparams_path}): "
+            "the data was regenerated with another vocabulary. Point --data_dir at the data "
+            "trained on, or choose another --output_dir to train afresh."
+        )
+    recorded = (read_run(output_dir) or {}).get("vocab", {})
+    for side, path in vocab_paths.items():
+        name = recorded.get(side)
+        copy = os.path.join(output_dir, name) if name and name != "bytes" else None
+        if path == "bytes" or copy is None or not tf.io.gfile.exists(copy):
+            continue
+        with open(path, "rb") as ours, tf.io.gfile.GFile(copy, "rb") as trained:
+            if ours.read() != trained.read():
+                raise UserError(
+                    f"the {side} vocabulary {path} differs from {copy}, the one the checkpoints "
+                    f"in {output_dir} were trained with, so every id would mean another piece. "
+                    "Point --data_dir at the data trained on, or choose another --output_dir "
+                    "to train afresh."
+                )
+
+
+def _has_checkpoints(output_dir: str) -> bool:
+    return bool(tf.io.gfile.glob(os.path.join(output_dir, "ckpt-*.index")))
+
+
 def write_run(
-    output_dir: str, run: dict[str, Any], hparams: HParams, vocab_paths: dict[str, str]
+    output_dir: str,
+    run: dict[str, Any],
+    hparams: HParams,
+    vocab_paths: dict[str, str],
+    vocab_sizes: dict[str, int] | None = None,
 ) -> None:
     """Writes hparams.json and run.json, and copies the vocabulary files, into output_dir.
 
@@ -93,6 +161,8 @@ def write_run(
         its file name in output_dir ("bytes" needs no file).
       hparams: the hparams trained with.
       vocab_paths: side -> path of the vocabulary file, or "bytes".
+      vocab_sizes: side -> the vocabulary's number of ids, recorded so that a
+        vocabulary replaced later is noticed.
     """
     vocab = {}
     for side, path in vocab_paths.items():
@@ -106,5 +176,6 @@ def write_run(
                 write_atomically(file.read(), target)
         vocab[side] = name
     write_atomically(hparams.to_json().encode(), os.path.join(output_dir, HPARAMS_FILE))
-    text = json.dumps({**run, "vocab": vocab}, indent=2) + "\n"
+    sizes = {"vocab_sizes": vocab_sizes} if vocab_sizes else {}
+    text = json.dumps({**run, "vocab": vocab, **sizes}, indent=2) + "\n"
     write_atomically(text.encode(), os.path.join(output_dir, RUN_FILE))

@@ -3,7 +3,8 @@
 What a checkpoint holds (each variable by its Keras path) is `t2t_keras.run.weights`.
 TensorFlow writes a checkpoint's files before it points the `checkpoint` state
 file at them (itself replaced atomically), so a process killed mid-save leaves
-the previous checkpoint as the newest one, whole.
+the previous checkpoint as the newest one, whole. A checkpoint damaged later is
+skipped on resume for the newest one that reads whole (`t2t_keras.run.intact`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import tensorflow as tf
 from absl import logging
 
 from t2t_keras.errors import UserError
+from t2t_keras.run import intact
 from t2t_keras.run.weights import summarize_error
 
 
@@ -51,27 +53,47 @@ class CheckpointSaver:
         self.every_steps = every_steps
         self.every_secs = every_secs
         self.chief = chief
-        directory = output_dir if chief else os.path.join(output_dir, f".scratch_{worker}")
-        self.manager = tf.train.CheckpointManager(
-            checkpoint, directory, max_to_keep=keep, checkpoint_name="ckpt"
-        )
+        self.keep = keep
+        self.directory = output_dir if chief else os.path.join(output_dir, f".scratch_{worker}")
+        self._manager: tf.train.CheckpointManager | None = None
         self.last_step = -1
         self.last_time = time.monotonic()
 
+    @property
+    def manager(self) -> tf.train.CheckpointManager:
+        """Created on first use: after `restore`, which may rewrite the state file it reads."""
+        if self._manager is None:
+            self._manager = tf.train.CheckpointManager(
+                self.checkpoint,
+                self.directory,
+                max_to_keep=self.keep,
+                checkpoint_name=intact.CHECKPOINT_NAME,
+            )
+        return self._manager
+
     def restore(self) -> str | None:
-        """Restores the newest checkpoint of output_dir; returns its path (None: fresh start)."""
-        path = tf.train.latest_checkpoint(self.output_dir)
+        """Restores the newest checkpoint of output_dir that reads whole; None: a fresh start.
+
+        A damaged newer checkpoint is skipped with a warning; on the chief, the
+        `checkpoint` state file then lists only the checkpoints kept.
+        """
+        path, damaged = intact.restore_newest(self.output_dir, self._restore_one)
         if path is None:
             return None
+        if self.chief and (damaged or not intact.state_readable(self.output_dir)):
+            kept = [p for p in intact.checkpoint_prefixes(self.output_dir) if p not in damaged]
+            intact.rewrite_state(self.output_dir, kept)
+        logging.info("Resumed from %s.", path)
+        return path
+
+    def _restore_one(self, path: str) -> None:
         try:
             self.checkpoint.restore(path).assert_consumed()
         except (AssertionError, ValueError, tf.errors.OpError) as error:
             raise UserError(
-                f"checkpoint {path} does not fit this model ({summarize_error(error)}); resume with "
-                "the hparams it was trained with, or choose another --output_dir."
+                f"checkpoint {path} does not fit this model ({summarize_error(error)}); resume "
+                "with the hparams it was trained with, or choose another --output_dir."
             ) from None
-        logging.info("Resumed from %s.", path)
-        return path
 
     def due(self, step: int) -> bool:
         """Whether a save is due after `step`."""
