@@ -58,7 +58,18 @@ flags.DEFINE_integer(
     "log_step_count_steps", 100, "Print progress and write summaries every this many steps."
 )
 flags.DEFINE_integer("random_seed", None, "Seed of initialization, dropout and shuffling.")
-flags.DEFINE_bool("deterministic", False, "Deterministic ops and input order (slower).")
+flags.DEFINE_bool(
+    "deterministic",
+    False,
+    "Deterministic ops and input order (slower); a resumed run then continues the input "
+    "order where it stopped and ends with the weights of a run never interrupted.",
+)
+flags.DEFINE_bool(
+    "skip_corrupt_records",
+    False,
+    "Read a damaged TFRecord shard up to its first bad record and train on (reporting the "
+    "records lost) instead of stopping with an error naming the shard.",
+)
 flags.DEFINE_enum(
     "distribution_strategy",
     "mirrored",
@@ -134,6 +145,7 @@ def _config() -> TrainConfig:
         log_every_steps=FLAGS.log_step_count_steps,
         random_seed=FLAGS.random_seed,
         deterministic=FLAGS.deterministic,
+        skip_corrupt_records=FLAGS.skip_corrupt_records,
         xla=FLAGS.xla,
         mixed_precision=FLAGS.mixed_precision,
         profile_steps=profile_steps,

@@ -143,6 +143,7 @@ class Problem:
         deterministic: bool = False,
         seed: int | None = None,
         input_context: tf.distribute.InputContext | None = None,
+        skip_corrupt: bool = False,
     ) -> tf.data.Dataset:
         """Batches {"inputs": int32 [B, L], "targets": int32 [B, L]} of the split.
 
@@ -161,6 +162,8 @@ class Problem:
           seed: shuffle seed; defaults to 0 when deterministic.
           input_context: from `distribute_datasets_from_function`; each input
             pipeline reads its own subset of the shards.
+          skip_corrupt: read each shard up to its first damaged record instead
+            of stopping there with an error (`t2t_keras.data.damage`).
         """
         training = split == "train"
         max_length = self.max_length(batching_config.max_length)
@@ -169,8 +172,9 @@ class Problem:
         seed = 0 if seed is None and deterministic else seed
         parallel = 1 if deterministic else tf.data.AUTOTUNE
         dataset = self._records(
-            self.data_files(data_dir, split), shuffle, seed, deterministic, input_context
-        )
+            self.data_files(data_dir, split), shuffle, seed, deterministic, input_context,
+            skip_corrupt,
+        )  # fmt: skip
         dataset = dataset.map(self._parse, num_parallel_calls=parallel, deterministic=deterministic)
         if training:
             dataset = batching.filter_by_length(dataset, max_length)
@@ -199,6 +203,7 @@ class Problem:
         seed: int | None,
         deterministic: bool,
         input_context: tf.distribute.InputContext | None,
+        skip_corrupt: bool = False,
     ) -> tf.data.Dataset:
         """The serialized examples of this input pipeline's part of the shards.
 
@@ -214,8 +219,14 @@ class Problem:
             files = files.shard(pipelines, pipeline_id)
         if shuffle and not by_record:
             files = files.shuffle(len(paths), seed=seed)
+
+        def read(path: tf.Tensor) -> tf.data.Dataset:
+            shard = tf.data.TFRecordDataset(path)
+            # After a damaged record TensorFlow moves on to the next file.
+            return shard.ignore_errors() if skip_corrupt else shard
+
         serialized = files.interleave(
-            tf.data.TFRecordDataset,
+            read,
             cycle_length=4,
             num_parallel_calls=1 if deterministic else tf.data.AUTOTUNE,
             deterministic=deterministic or by_record,  # Every pipeline sees the same order.

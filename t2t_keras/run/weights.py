@@ -39,15 +39,22 @@ def model_variables(model: keras.Model) -> dict[str, Any]:
     return {v.path: v.value for v in model.variables if v.name != "seed_generator_state"}
 
 
-def make_checkpoint(model: keras.Model, optimizer: Any = None) -> tf.train.Checkpoint:
+def make_checkpoint(
+    model: keras.Model, optimizer: Any = None, seed_states: bool = False
+) -> tf.train.Checkpoint:
     """A tf.train.Checkpoint of the model's (and optimizer's) variables, keyed by path.
 
-    The model's random-seed states are left out: their paths are numbered in
-    creation order, which another process need not share.
+    The model's random-seed states (dropout's) are kept only if asked, under
+    "seeds" by their order in the model: their paths are numbered in creation
+    order, which another process need not share. Training keeps them, so a
+    resumed run draws the dropout masks an uninterrupted one would.
     """
-    kept = {"model": model_variables(model)}
+    kept: dict[str, Any] = {"model": model_variables(model)}
     if optimizer is not None:
         kept["optimizer"] = {v.path: v.value for v in optimizer.variables}
+    if seed_states:
+        seeds = [v.value for v in model.variables if v.name == "seed_generator_state"]
+        kept["seeds"] = {str(index): seed for index, seed in enumerate(seeds)}
     return tf.train.Checkpoint(**kept)
 
 

@@ -44,6 +44,9 @@ class TrainConfig:
     mixed_precision: str = "off"
     # Trace these steps (first, last) with the TensorFlow profiler into output_dir/profile.
     profile_steps: tuple[int, int] | None = None
+    # Read each damaged shard up to its first bad record (reporting what is lost)
+    # instead of stopping with an error naming it.
+    skip_corrupt_records: bool = False
     # Stop after this much wall time (a benchmark's budget); None = no limit.
     max_seconds: float | None = None
 

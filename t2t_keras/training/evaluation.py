@@ -13,7 +13,9 @@ import math
 import keras
 import numpy as np
 import tensorflow as tf
+from absl import logging
 
+from t2t_keras.data import damage
 from t2t_keras.data.batching import BatchingConfig
 from t2t_keras.data.problem import Problem
 from t2t_keras.decoding.decode import translate_lines
@@ -35,6 +37,9 @@ class Evaluator:
       bleu_examples: dev sentences decoded for the problem's output metrics
         (`t2t_keras.metrics.output_metrics`); 0 = none.
       jit_compile: XLA-compile the beam search.
+      skip_corrupt: read damaged dev shards up to their first bad record.
+
+    An empty dev split is no error: evaluation is skipped, with a warning.
     """
 
     def __init__(
@@ -46,6 +51,7 @@ class Evaluator:
         max_batches: int = 0,
         bleu_examples: int = 0,
         jit_compile: bool = True,
+        skip_corrupt: bool = False,
     ) -> None:
         self.model = model
         self.problem = problem
@@ -55,6 +61,7 @@ class Evaluator:
         self.output_metrics = [m for m in problem.eval_metrics() if m in OUTPUT_METRICS]
         self.bleu_examples = bleu_examples if self.output_metrics else 0
         self.jit_compile = jit_compile
+        self.skip_corrupt = skip_corrupt
         self._sums = tf.function(self._batch_sums, reduce_retracing=True)
         self._dataset: tf.data.Dataset | None = None
         self._translator: Translator | None = None
@@ -62,8 +69,20 @@ class Evaluator:
         self._references: list[str] = []
 
     def __call__(self) -> dict[str, float]:
-        """{"loss", "accuracy", "perplexity"} and the problem's output metrics."""
+        """{"loss", "accuracy", "perplexity"} and the problem's output metrics; {}: no dev data."""
+        what = f"{self.problem.name} dev"
+        with damage.naming_damaged_shards(self.problem.data_files(self.data_dir, "dev"), what):
+            return self._evaluate()
+
+    def _evaluate(self) -> dict[str, float]:
         metrics = self.token_metrics()
+        if not metrics:
+            logging.warning(
+                "The dev split of %s in %s has no examples: nothing to evaluate on.",
+                self.problem.name,
+                self.data_dir,
+            )
+            return {}
         if self.bleu_examples:
             hypotheses = self.decode_subset()
             for name in self.output_metrics:
@@ -71,15 +90,21 @@ class Evaluator:
         return metrics
 
     def token_metrics(self) -> dict[str, float]:
-        """Cross-entropy per target token (no smoothing), its exp, and argmax accuracy."""
+        """Cross-entropy per target token (no smoothing), its exp, and argmax accuracy.
+
+        {} when the dev split has no target tokens.
+        """
         if self._dataset is None:
-            self._dataset = self.problem.dataset("dev", self.batching_config, self.data_dir)
+            self._dataset = self.problem.dataset(
+                "dev", self.batching_config, self.data_dir, skip_corrupt=self.skip_corrupt
+            )
         dataset = self._dataset.take(self.max_batches) if self.max_batches else self._dataset
         totals = np.zeros(3)
         for batch in dataset:
             totals += [float(value) for value in self._sums(batch)]
         loss_sum, correct, tokens = (float(total) for total in totals)
-        tokens = max(tokens, 1.0)
+        if not tokens:
+            return {}
         loss = loss_sum / tokens
         return {
             "loss": loss,

@@ -97,6 +97,8 @@ class Progress:
         started = time.monotonic()
         metrics = evaluator()
         self.window_start += time.monotonic() - started
+        if not metrics:
+            return metrics
         shown = "  ".join(f"{name} {value:.4f}" for name, value in metrics.items())
         logging.info("eval at step %d: %s", step, shown)
         if self.eval_writer:

@@ -12,6 +12,7 @@ import keras
 import tensorflow as tf
 from absl import logging
 
+from t2t_keras.data import damage
 from t2t_keras.data.problem import Problem
 from t2t_keras.data.vocab import Vocabulary
 from t2t_keras.errors import UserError
@@ -22,6 +23,7 @@ from t2t_keras.training.averaging import average_checkpoints
 from t2t_keras.training.checkpoints import CheckpointSaver
 from t2t_keras.training.config import TrainConfig
 from t2t_keras.training.evaluation import Evaluator
+from t2t_keras.training.lock import output_dir_lock
 from t2t_keras.training.optimizers import optimizer_from_hparams
 from t2t_keras.training.progress import Progress
 from t2t_keras.training.step import TrainStep
@@ -78,44 +80,72 @@ def train(
         tf.config.experimental.enable_op_determinism()
     if config.random_seed is not None:
         keras.utils.set_random_seed(config.random_seed)
-    run = {"problem": problem.name, "model": model_name, "data_dir": os.path.abspath(data_dir)}
-    run_files.check_resumable(output_dir, run, hparams)
-    if hparams_set:
-        run["hparams_set"] = hparams_set
-    encoders = _check_data(problem, data_dir)
-    hparams = _with_vocab_size(hparams, encoders)
     chief = is_chief(strategy)
-    if chief:
+    with output_dir_lock(output_dir, enabled=chief):
+        run = {"problem": problem.name, "model": model_name, "data_dir": os.path.abspath(data_dir)}
+        run_files.check_resumable(output_dir, run, hparams)
+        if hparams_set:
+            run["hparams_set"] = hparams_set
+        encoders = _check_data(problem, data_dir, config.skip_corrupt_records)
+        hparams = _with_vocab_size(hparams, encoders)
         vocab_paths = {side: getattr(v, "model_path", "bytes") for side, v in encoders.items()}
-        run_files.write_run(output_dir, run, hparams, vocab_paths)
-    step = build_train_step(model_name, hparams, strategy, config)
-    model, optimizer = step.model, step.optimizer
-    saver = CheckpointSaver(
-        make_checkpoint(model, optimizer),
-        output_dir,
-        config.keep_checkpoint_max,
-        config.save_checkpoints_steps,
-        config.save_checkpoints_secs,
-        chief=chief,
-        worker=worker_id(strategy),
-    )
-    saver.restore()
-    evaluator = None
-    if chief:
-        evaluator = Evaluator(
-            model,
-            problem,
-            data_dir,
-            hparams.batching(),
-            config.eval_steps,
-            config.eval_bleu_examples,
-            jit_compile=config.xla != "off" and strategy.num_replicas_in_sync == 1,
+        run_files.check_vocabularies(output_dir, vocab_paths, hparams.vocab_size)
+        if chief:
+            sizes = {side: vocab.vocab_size for side, vocab in encoders.items()}
+            run_files.write_run(output_dir, run, hparams, vocab_paths, sizes)
+        step = build_train_step(model_name, hparams, strategy, config)
+        saver = CheckpointSaver(
+            make_checkpoint(step.model, step.optimizer, seed_states=True),
+            output_dir,
+            config.keep_checkpoint_max,
+            config.save_checkpoints_steps,
+            config.save_checkpoints_secs,
+            chief=chief,
+            worker=worker_id(strategy),
         )
-    result = _loop(problem, hparams, data_dir, strategy, config, step, saver, evaluator, chief)
+        restored = saver.restore()
+        at = _global_step(step.optimizer)
+        if at >= config.train_steps:
+            result = _nothing_to_train(step.model, at, restored, output_dir, config)
+            return _averaged(result, output_dir, config, chief)
+        evaluator = None
+        if chief:
+            evaluator = Evaluator(
+                step.model,
+                problem,
+                data_dir,
+                hparams.batching(),
+                config.eval_steps,
+                config.eval_bleu_examples,
+                jit_compile=config.xla != "off" and strategy.num_replicas_in_sync == 1,
+                skip_corrupt=config.skip_corrupt_records,
+            )
+        result = _loop(problem, hparams, data_dir, strategy, config, step, saver, evaluator, chief)
+        return _averaged(result, output_dir, config, chief)
+
+
+def _averaged(
+    result: TrainResult, output_dir: str, config: TrainConfig, chief: bool
+) -> TrainResult:
+    """The result, with the average of the last checkpoints if asked (written by the chief)."""
     if chief and config.average_checkpoints:
         averaged = average_checkpoints(output_dir, config.average_checkpoints)
         result.averaged_checkpoint = averaged.checkpoint
     return result
+
+
+def _nothing_to_train(
+    model: keras.Model, step: int, restored: str | None, output_dir: str, config: TrainConfig
+) -> TrainResult:
+    """A rerun whose --train_steps is already reached: nothing trains, nothing is rewritten."""
+    logging.warning(
+        "%s is already at step %d, at or past --train_steps=%d: nothing to train. Raise "
+        "--train_steps to train on.",
+        output_dir,
+        step,
+        config.train_steps,
+    )
+    return TrainResult(model, first_step=step, step=step, checkpoint=restored)
 
 
 def build_train_step(
@@ -153,15 +183,8 @@ def _loop(
 ) -> TrainResult:
     optimizer = train_step.optimizer
     step = _global_step(optimizer)
-    seed = None if config.random_seed is None else config.random_seed + step
-
-    def dataset_fn(context: tf.distribute.InputContext) -> tf.data.Dataset:
-        return problem.dataset(
-            "train", hparams.batching(), data_dir, deterministic=config.deterministic, seed=seed,
-            input_context=context,
-        )  # fmt: skip
-
-    iterator = iter(strategy.distribute_datasets_from_function(dataset_fn))
+    iterator = _train_batches(problem, hparams, data_dir, strategy, config, step)
+    train_files = problem.data_files(data_dir, "train")
     progress = Progress(saver.output_dir, config, step, optimizer, chief)
     start, evaluated = time.monotonic(), -1
     result = TrainResult(train_step.model, first_step=step, step=step)
@@ -174,7 +197,8 @@ def _loop(
         progress.maybe_profile(step + 1)
         try:
             # One read of the step's results; the host waits for the step here.
-            metrics = {name: float(value) for name, value in train_step(iterator).items()}
+            with damage.naming_damaged_shards(train_files, f"{problem.name} train"):
+                metrics = {name: float(value) for name, value in train_step(iterator).items()}
         except tf.errors.OutOfRangeError:
             raise UserError(
                 f"the train split of {problem.name} in {data_dir} has no example of at most "
@@ -203,16 +227,61 @@ def _loop(
     return result
 
 
-def _check_data(problem: Problem, data_dir: str) -> dict[str, Vocabulary]:
-    """The problem's vocabularies; clear errors when its data is missing."""
+def _train_batches(
+    problem: Problem,
+    hparams: TransformerHParams,
+    data_dir: str,
+    strategy: tf.distribute.Strategy,
+    config: TrainConfig,
+    step: int,
+) -> Any:
+    """The distributed iterator of training batches, for a run at `step`.
+
+    Under --deterministic the batches are one fixed stream: a resumed run
+    skips the batches the steps before it consumed and goes on as an
+    uninterrupted run would. Otherwise a resumed run shuffles anew, seeded by
+    random_seed + step so that it does not repeat the first run's order.
+    """
+    seed: int | None = config.random_seed or 0
+    consumed = step * hparams.gradient_accumulation_steps
+    if not config.deterministic:
+        seed = None if config.random_seed is None else config.random_seed + step
+        consumed = 0
+
+    def dataset_fn(context: tf.distribute.InputContext) -> tf.data.Dataset:
+        dataset = problem.dataset(
+            "train", hparams.batching(), data_dir, deterministic=config.deterministic, seed=seed,
+            input_context=context, skip_corrupt=config.skip_corrupt_records,
+        )  # fmt: skip
+        # Each pipeline hands one batch per step to each of its replicas.
+        replicas = context.num_replicas_in_sync // context.num_input_pipelines
+        return dataset.skip(consumed * replicas) if consumed else dataset
+
+    if consumed:
+        logging.info(
+            "Skipping the %d batches per replica that steps 1-%d trained on (--deterministic).",
+            consumed,
+            step,
+        )
+    return iter(strategy.distribute_datasets_from_function(dataset_fn))
+
+
+def _check_data(problem: Problem, data_dir: str, skip_corrupt: bool) -> dict[str, Vocabulary]:
+    """The problem's vocabularies; clear errors when its data is missing.
+
+    With skip_corrupt, the train shards are read through once first, to report
+    what their damaged records lose.
+    """
     if not data_dir or not tf.io.gfile.isdir(data_dir):
         raise UserError(
             f"data_dir {data_dir!r} does not exist; generate the data with `t2t-datagen "
             f"--problem={problem.data_name} --data_dir=DATA_DIR --tmp_dir=TMP_DIR` "
             "(or add --generate_data to t2t-trainer)."
         )
-    problem.data_files(data_dir, "train")
+    train_files = problem.data_files(data_dir, "train")
     problem.data_files(data_dir, "dev")
+    if skip_corrupt:
+        damage.report_losses(train_files, f"{problem.name} train")
     return problem.feature_encoders(data_dir)
 
 
