@@ -6,7 +6,9 @@ and TensorFlow is imported (quietly, see tensorflow_logs) when work starts.
 
 from __future__ import annotations
 
+import errno
 import os
+import re
 import sys
 import tempfile
 from collections.abc import Callable
@@ -39,6 +41,8 @@ _HPARAMS_HELP = (
 XLA_MODES = ("off", "attention", "full")
 STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
 PRECISIONS = ("off", "fp16", "bf16")
+# A write that found no room: a full disk, a full quota, the file-size limit (ulimit -f).
+_NO_ROOM = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 _XLA_HELP = (
     "XLA compilation. off: none; attention: the attention cores; full: everything, i.e. "
     "each replica's whole train step (t2t-trainer) or the whole search, encoder included "
@@ -130,8 +134,49 @@ def run(main: Callable[[], int | None], uses_tensorflow: bool = True) -> NoRetur
             return main()
         except UserError as error:
             fail(str(error))
+        except Exception as error:
+            message = no_room_message(error)
+            if message is None:
+                raise
+            fail(message)
 
     app.run(absl_main, flags_parser=_parse_flags)
+
+
+def no_room_message(error: BaseException) -> str | None:
+    """The error to print for a write that found the disk full, else None.
+
+    Python reports it as an OSError (ENOSPC, EDQUOT or EFBIG, the last when
+    the file-size limit is reached); TensorFlow's own writers (checkpoints,
+    SavedModels, TFRecords) as a tf.errors.OpError whose message ends in the
+    same system message. The writers replace nothing until their output is
+    complete, so what was written before is kept.
+    """
+    path, reason = _no_room(error)
+    if reason is None:
+        return None
+    return (
+        f"writing {path or 'the output'} failed: {reason}. The disk, your disk quota or the "
+        "file-size limit (ulimit -f) has no room for it. Nothing finished before was "
+        "replaced or lost; free some space (or write elsewhere) and run the same command again."
+    )
+
+
+def _no_room(error: BaseException | None) -> tuple[str | None, str | None]:
+    """(the path written, the system's message), for the error or one it arose from."""
+    tensorflow = sys.modules.get("tensorflow")  # Loaded if the error can be one of its.
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if isinstance(error, OSError) and error.errno in _NO_ROOM:
+            return error.filename, error.strerror
+        if tensorflow is not None and isinstance(error, tensorflow.errors.OpError):
+            for reason in map(os.strerror, _NO_ROOM):
+                found = re.search(rf"(\S+); {reason}", error.message)
+                if found or reason in error.message:
+                    return (found.group(1) if found else None), reason
+        error = error.__cause__ or error.__context__
+    return None, None
 
 
 def _show_in_help(binary_module: str) -> None:

@@ -8,6 +8,7 @@ file that looks finished.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Iterable
@@ -89,15 +90,21 @@ def write_shards(examples: Iterable[dict[str, list[int]]], paths: list[str], wha
     writers = [tf.io.TFRecordWriter(path) for path in temporary]
     count, start, last_report = 0, time.monotonic(), time.monotonic()
     try:
-        for count, example in enumerate(examples, start=1):
-            writers[(count - 1) % len(writers)].write(to_example(example))
-            if time.monotonic() - last_report > _PROGRESS_EVERY_SECONDS:
-                last_report = time.monotonic()
-                rate = count / (last_report - start)
-                logging.info("%s: %d examples written (%.0f/s)", what, count, rate)
-    finally:
-        for writer in writers:
-            writer.close()
+        try:
+            for count, example in enumerate(examples, start=1):
+                writers[(count - 1) % len(writers)].write(to_example(example))
+                if time.monotonic() - last_report > _PROGRESS_EVERY_SECONDS:
+                    last_report = time.monotonic()
+                    rate = count / (last_report - start)
+                    logging.info("%s: %d examples written (%.0f/s)", what, count, rate)
+        finally:
+            for writer in writers:
+                writer.close()
+    except BaseException:  # A failed write (a full disk) leaves no temporary shards.
+        for path in temporary:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(path)
+        raise
     for source, target in zip(temporary, paths, strict=True):
         os.replace(source, target)
     elapsed = max(time.monotonic() - start, 1e-9)

@@ -9,6 +9,7 @@ and the search defaults (beam size, alpha, extra length, ...).
 The export is written into a hidden directory beside its destination and
 renamed into place; an earlier export there is replaced only once the new
 one is complete, and a directory that is not an export is never touched.
+What an interrupted export left is removed by the next (`files.remove_abandoned`).
 """
 
 from __future__ import annotations
@@ -17,11 +18,16 @@ import dataclasses
 import json
 import os
 import shutil
-import uuid
 from typing import Any
 
 from t2t_keras.decoding.decode_hparams import SEARCH_SETTINGS, DecodeHParams
 from t2t_keras.errors import UserError
+from t2t_keras.files import (
+    make_temporary_dir,
+    naming_failed_writes,
+    remove_abandoned,
+    replace_directory,
+)
 from t2t_keras.models.transformer import Transformer
 from t2t_keras.run.loading import TrainedModel
 from t2t_keras.run.run_files import vocab_files
@@ -98,7 +104,7 @@ def export_ctranslate2(
       UserError: no ctranslate2 package, an unknown quantization, a model
         CTranslate2 cannot express, or an export_dir that is not an export.
     """
-    from t2t_keras.decoding.ct2_spec import check_supported, model_spec
+    from t2t_keras.decoding.ct2_spec import check_supported
 
     check_quantization(quantization)
     import_ctranslate2()
@@ -111,30 +117,13 @@ def export_ctranslate2(
     check_supported(model)
     export_dir = os.path.abspath(os.path.expanduser(export_dir))
     _check_replaceable(export_dir)
+    remove_abandoned(export_dir)
     settings = settings.resolved(model.hparams)
-    parent = os.path.dirname(export_dir)
-    temporary_dir = os.path.join(parent, f".{os.path.basename(export_dir)}-{uuid.uuid4().hex}")
+    temporary_dir = make_temporary_dir(export_dir, "the export directory", "--export_dir")
     try:
-        os.makedirs(temporary_dir)
-    except OSError as error:
-        raise UserError(
-            f"cannot write the export directory {export_dir} ({error.strerror}); give "
-            "--export_dir a path you may write to."
-        ) from None
-    try:
-        spec = model_spec(model, trained.vocabs, model.hparams.max_length)
-        spec.validate()
-        try:
-            spec.optimize(quantization=None if quantization == "float32" else quantization)
-        except (RuntimeError, ValueError) as error:  # bfloat16 types need torch to convert.
-            raise UserError(
-                f"CTranslate2 cannot store the weights as {quantization}: {error}. Choose "
-                "another --quantization (int8 and float32 need nothing more)."
-            ) from None
-        spec.save(temporary_dir)
-        _copy_vocabularies(trained, temporary_dir)
-        _write_info(trained, model.hparams.max_length, settings, quantization, temporary_dir)
-        _move_into_place(temporary_dir, export_dir)
+        with naming_failed_writes(export_dir):
+            _write_export(trained, temporary_dir, settings, quantization)
+        replace_directory(temporary_dir, export_dir)
     finally:
         shutil.rmtree(temporary_dir, ignore_errors=True)
     return export_dir
@@ -173,6 +162,27 @@ def read_info(model_dir: str) -> dict[str, Any]:
             "again with t2t-exporter --export_format=ctranslate2."
         )
     return info
+
+
+def _write_export(
+    trained: TrainedModel, model_dir: str, settings: DecodeHParams, quantization: str
+) -> None:
+    """Writes the CTranslate2 model, the vocabularies and t2t_keras.json into model_dir."""
+    from t2t_keras.decoding.ct2_spec import model_spec
+
+    model = trained.model
+    spec = model_spec(model, trained.vocabs, model.hparams.max_length)
+    spec.validate()
+    try:
+        spec.optimize(quantization=None if quantization == "float32" else quantization)
+    except (RuntimeError, ValueError) as error:  # bfloat16 types need torch to convert.
+        raise UserError(
+            f"CTranslate2 cannot store the weights as {quantization}: {error}. Choose "
+            "another --quantization (int8 and float32 need nothing more)."
+        ) from None
+    spec.save(model_dir)
+    _copy_vocabularies(trained, model_dir)
+    _write_info(trained, model.hparams.max_length, settings, quantization, model_dir)
 
 
 def _check_replaceable(export_dir: str) -> None:
@@ -217,18 +227,3 @@ def _write_info(
     with open(os.path.join(model_dir, EXPORT_INFO), "w", encoding="utf-8") as file:
         json.dump(info, file, indent=2, sort_keys=True)
         file.write("\n")
-
-
-def _move_into_place(temporary_dir: str, export_dir: str) -> None:
-    """Renames the finished export to export_dir, replacing an earlier export only then."""
-    if not os.path.exists(export_dir):
-        os.rename(temporary_dir, export_dir)
-        return
-    old_dir = f"{temporary_dir}-replaced"
-    os.rename(export_dir, old_dir)
-    try:
-        os.rename(temporary_dir, export_dir)
-    except OSError:
-        os.rename(old_dir, export_dir)  # Put the earlier export back.
-        raise
-    shutil.rmtree(old_dir, ignore_errors=True)

@@ -11,7 +11,9 @@ hparams.json and the vocabularies, so `load_trained(averaged_dir)` and
 `t2t-decoder --output_dir=<averaged_dir>` take it as they take a training
 directory. It never goes into the training directory itself, where t2t-trainer
 would resume from it without an optimizer state. The directory is written
-aside and moved into place whole; `averaged.json` in it lists the sources.
+aside and moved into place whole (`files.replace_directory`), and what an
+interrupted run left is removed by the next; `averaged.json` in it lists the
+sources.
 """
 
 from __future__ import annotations
@@ -22,7 +24,6 @@ import os
 import re
 import shutil
 import stat
-import tempfile
 from collections.abc import Sequence
 from typing import Any
 
@@ -32,6 +33,12 @@ import tensorflow as tf
 from absl import logging
 
 from t2t_keras.errors import UserError
+from t2t_keras.files import (
+    make_temporary_dir,
+    naming_failed_writes,
+    remove_abandoned,
+    replace_directory,
+)
 from t2t_keras.run import run_files
 from t2t_keras.run.loading import find_checkpoint, read_run_files
 from t2t_keras.run.weights import (
@@ -190,6 +197,7 @@ def average_checkpoints(
         os.path.expanduser(averaged_dir or os.path.join(output_dir, AVERAGED_DIR))
     )
     _check_averaged_dir(averaged_dir, output_dir)
+    remove_abandoned(averaged_dir)
     sources = select_checkpoints(output_dir, num_last_checkpoints, checkpoints)
     shapes = checkpoint_model_shapes(sources[-1])
     for source in sources[:-1]:
@@ -228,20 +236,21 @@ def _write_directory(
       The prefix of the averaged checkpoint, named for the newest source's step.
     """
     step = max(checkpoint_step(source) for source in sources)
-    staging = _staging_dir(averaged_dir)
-    # mkdtemp makes the directory private; give it the training directory's access.
+    staging = make_temporary_dir(averaged_dir, "the averaged directory", "--averaged_dir")
+    # The training directory's access, whatever the umask.
     os.chmod(staging, stat.S_IMODE(os.stat(output_dir).st_mode))
     try:
-        manager = tf.train.CheckpointManager(
-            make_checkpoint(model), staging, max_to_keep=1, checkpoint_name="ckpt"
-        )
-        written = manager.save(checkpoint_number=step)
-        _copy_run_files(output_dir, run, staging)
-        record = {"output_dir": output_dir, "checkpoints": list(sources), "step": step}
-        with open(os.path.join(staging, AVERAGED_FILE), "w") as file:
-            json.dump(record, file, indent=2)
-            file.write("\n")
-        _move_into_place(staging, averaged_dir)
+        with naming_failed_writes(averaged_dir):
+            manager = tf.train.CheckpointManager(
+                make_checkpoint(model), staging, max_to_keep=1, checkpoint_name="ckpt"
+            )
+            written = manager.save(checkpoint_number=step)
+            _copy_run_files(output_dir, run, staging)
+            record = {"output_dir": output_dir, "checkpoints": list(sources), "step": step}
+            with open(os.path.join(staging, AVERAGED_FILE), "w") as file:
+                json.dump(record, file, indent=2)
+                file.write("\n")
+        replace_directory(staging, averaged_dir)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return os.path.join(averaged_dir, os.path.basename(written))
@@ -281,13 +290,6 @@ def _check_averaged_dir(averaged_dir: str, output_dir: str) -> None:
         raise UserError(f"{averaged_dir} is a file; give a directory as --averaged_dir.")
 
 
-def _staging_dir(averaged_dir: str) -> str:
-    """A new directory beside averaged_dir, so moving it there is one rename."""
-    parent = os.path.dirname(averaged_dir)
-    os.makedirs(parent, exist_ok=True)
-    return tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(averaged_dir)}.")
-
-
 def _copy_run_files(output_dir: str, run: dict[str, Any], target: str) -> None:
     """Copies run.json, hparams.json and the vocabulary files run.json names."""
     names = {run_files.RUN_FILE, run_files.HPARAMS_FILE}
@@ -300,19 +302,3 @@ def _copy_run_files(output_dir: str, run: dict[str, Any], target: str) -> None:
                 "could not be decoded without it. Copy it back into the training directory."
             )
         shutil.copy2(source, os.path.join(target, name))
-
-
-def _move_into_place(staging: str, averaged_dir: str) -> None:
-    """Renames staging to averaged_dir; an earlier average is removed only after that."""
-    if not os.path.isdir(averaged_dir):
-        os.replace(staging, averaged_dir)
-        return
-    retired = tempfile.mkdtemp(dir=os.path.dirname(averaged_dir), prefix=".retired.")
-    old = os.path.join(retired, os.path.basename(averaged_dir))
-    os.rename(averaged_dir, old)
-    try:
-        os.rename(staging, averaged_dir)
-    except BaseException:
-        os.rename(old, averaged_dir)
-        raise
-    shutil.rmtree(retired, ignore_errors=True)

@@ -107,7 +107,14 @@ class CheckpointSaver:
         """Saves ckpt-<step> (once per step); returns its path on the chief."""
         if step == self.last_step:
             return self.manager.latest_checkpoint if self.chief else None
-        path = self.manager.save(checkpoint_number=step)
+        try:
+            path = self.manager.save(checkpoint_number=step)
+        except tf.errors.OpError:
+            # A failed save (a full disk) leaves TensorFlow's staging directory behind.
+            prefix = os.path.join(self.directory, f"{intact.CHECKPOINT_NAME}-{step}")
+            if tf.io.gfile.isdir(f"{prefix}_temp"):
+                tf.io.gfile.rmtree(f"{prefix}_temp")
+            raise
         self.last_step, self.last_time = step, time.monotonic()
         if not self.chief:
             shutil.rmtree(self.manager.directory, ignore_errors=True)
