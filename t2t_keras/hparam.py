@@ -12,6 +12,10 @@ has a type, a default and a one-line comment, which become the help text:
 
 Supported field types: bool, int, float, str, `Literal[...]` of strings,
 `tuple[X, ...]` of those, and `X | None`.
+
+Any override text is either parsed or refused with an `HParamsError` of one
+line, whatever it holds (line breaks, control characters, 100,000
+characters): the text it quotes is escaped and cut to `_SHOWN_CHARACTERS`.
 """
 
 from __future__ import annotations
@@ -38,6 +42,8 @@ _TRUE = ("true", "yes", "1")
 _FALSE = ("false", "no", "0")
 _NONE = ("none", "null")
 _FLOAT = r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)(e[+-]?[0-9]+)?"
+# The most characters of a user's text that an error message quotes.
+_SHOWN_CHARACTERS = 80
 
 
 class HParamsError(UserError, ValueError):
@@ -68,7 +74,7 @@ class HParams:
     def require(self, condition: bool, name: str, expected: str) -> None:
         """Raises HParamsError about field `name` unless `condition` holds."""
         if not condition:
-            value = _format_value(getattr(self, name))
+            value = _shown(_format_value(getattr(self, name)))
             raise HParamsError(f"hparam {name}={value} is not valid: {name} must be {expected}.")
 
     def override(self: H, spec: str) -> H:
@@ -84,21 +90,21 @@ class HParams:
             name = name.strip()
             if not sep or not name:
                 raise HParamsError(
-                    f"Malformed hparams override {item!r} in {spec!r}: each item "
+                    f"Malformed hparams override {_quoted(item)} in {_quoted(spec)}: each item "
                     "must be name=value, items separated by commas "
                     '(e.g. "num_heads=4,dropout=0.2,layer_sizes=[1,2]").'
                 )
             if name not in types_by_name:
-                raise _unknown_field_error(type(self), name, f"in {spec!r}")
+                raise _unknown_field_error(type(self), name, f"in {_quoted(spec)}")
             if name in changes:
-                raise HParamsError(f"hparam {name!r} is set twice in {spec!r}.")
+                raise HParamsError(f"hparam {name!r} is set twice in {_quoted(spec)}.")
             changes[name] = _parse_text(text.strip(), types_by_name[name], name)
         result = dataclasses.replace(self, **changes)
         ignored = result.ignored_fields()
         for name in changes:
             if name in ignored and getattr(result, name) != getattr(self, name):
                 raise HParamsError(
-                    f"hparam {name} is set in {spec!r} but would be ignored: {ignored[name]}. "
+                    f"hparam {name} is set in {_quoted(spec)} but would be ignored: {ignored[name]}. "
                     f"Drop {name}, or change the setting that makes it unused."
                 )
         return result
@@ -116,7 +122,7 @@ class HParams:
         """Reads `to_json` output; fields missing from the text keep defaults."""
         try:
             data = json.loads(text)
-        except json.JSONDecodeError as error:
+        except ValueError as error:  # Not JSON, or an integer of too many digits.
             raise HParamsError(f"hparams JSON is not valid JSON: {error}.") from None
         if not isinstance(data, dict):
             raise HParamsError(
@@ -291,7 +297,13 @@ def _parse_text(text: str, annotation: Any, name: str) -> Any:
     if annotation is bool and text.lower() in _TRUE + _FALSE:
         return text.lower() in _TRUE
     if annotation is int and re.fullmatch(r"[+-]?[0-9]+", text):
-        return int(text)
+        try:
+            return int(text)
+        except ValueError:  # More digits than Python converts (sys.get_int_max_str_digits).
+            raise HParamsError(
+                f"hparam {name}={_shown(text)} is not valid: {name} expects an integer, "
+                f"e.g. 512, not one of {len(text.lstrip('+-'))} digits."
+            ) from None
     if annotation is float and re.fullmatch(_FLOAT, text, flags=re.IGNORECASE):
         return float(text)
     elif annotation is str or origin is Literal:
@@ -340,7 +352,7 @@ def _split_top_level(text: str, whole: str) -> list[str]:
 
 def _unbalanced(whole: str) -> HParamsError:
     return HParamsError(
-        f"Unbalanced brackets or quotes in hparams {whole!r}: lists are written [1,2] "
+        f"Unbalanced brackets or quotes in hparams {_quoted(whole)}: lists are written [1,2] "
         "and text holding commas or brackets is quoted, e.g. label='a,b'."
     )
 
@@ -357,9 +369,24 @@ def _format_value(value: Any) -> str:
     return str(value)
 
 
+def _shown(text: str) -> str:
+    """User text as an error message quotes it: on one line, escaped, cut if long."""
+    escaped = text if text.isprintable() else repr(text)[1:-1]
+    if len(escaped) <= _SHOWN_CHARACTERS:
+        return escaped
+    return f"{escaped[:_SHOWN_CHARACTERS]}... ({len(text)} characters)"
+
+
+def _quoted(text: str) -> str:
+    """User text in quotes, escaped as repr() writes it, cut if long."""
+    if len(text) <= _SHOWN_CHARACTERS:
+        return repr(text)
+    return f"{text[:_SHOWN_CHARACTERS]!r}... ({len(text)} characters)"
+
+
 def _bad_value_error(name: str, text: str, annotation: Any) -> HParamsError:
     return HParamsError(
-        f"hparam {name}={text} is not valid: {name} expects {_expected(annotation)}."
+        f"hparam {name}={_shown(text)} is not valid: {name} expects {_expected(annotation)}."
     )
 
 
@@ -385,5 +412,6 @@ def _unknown_field_error(cls: type, name: str, where: str) -> HParamsError:
     close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
     hint = f" Did you mean {', '.join(close)}?" if close else ""
     return HParamsError(
-        f"Unknown hparam {name!r} {where}.{hint} {cls.__name__} has the fields: {', '.join(names)}."
+        f"Unknown hparam {_quoted(name)} {where}.{hint} {cls.__name__} has the fields: "
+        f"{', '.join(names)}."
     )

@@ -7,10 +7,11 @@ import json
 from typing import Literal
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from t2t_keras import registry
+from t2t_keras.decoding.decode_hparams import DecodeHParams
 from t2t_keras.hparam import HParams, HParamsError
 from t2t_keras.models import TransformerHParams
 
@@ -309,3 +310,46 @@ def test_settings_that_take_effect_are_accepted() -> None:
     # and so is restating a value.
     assert TransformerHParams().override("optimizer=adafactor").adam_beta2 == 0.98
     assert TransformerHParams().override("optimizer=adafactor,adam_beta2=0.98").adam_beta2 == 0.98
+
+
+# Hostile override text: pieces of real overrides and of anything else, run together.
+FIELD_NAMES = sorted({*TransformerHParams().values(), *DecodeHParams().values()})
+OVERRIDE_PIECES = st.one_of(
+    st.sampled_from(FIELD_NAMES),
+    st.sampled_from([*"=,[]()'\" ", "\n", "\t", "\r", "\x00", "\u2028", "\x85", "\ufeff"]),
+    st.sampled_from(["true", "no", "None", "inf", "nan", "1e999", "-0", ".5", "[1,2]", "post"]),
+    st.sampled_from(["9" * 5000, "x" * 100_000, "[" * 1000, "\u0663", "\uff11"]),
+    st.integers().map(str),
+    st.floats().map(repr),
+    st.text(max_size=6),
+)
+override_specs = st.lists(OVERRIDE_PIECES, max_size=12).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(override_specs, st.sampled_from([TransformerHParams, DecodeHParams]))
+@example("d_model=" + "9" * 5000, TransformerHParams)
+@example("beam_size=1\n2", DecodeHParams)
+@example("x" * 100_000 + "=1", DecodeHParams)
+@example("stopping=first_k\x00", DecodeHParams)
+def test_any_override_text_is_parsed_or_refused_in_one_line(
+    spec: str, hparams_class: type[HParams]
+) -> None:
+    """Whatever --hparams or --decode_hparams holds: a value, or an HParamsError of one
+    printable line of bounded length, never another exception."""
+    try:
+        hparams = hparams_class().override(spec)
+    except HParamsError as error:
+        message = str(error)
+        assert message.isprintable(), message  # No line break, no control character.
+        assert len(message) < 1500, message
+        return
+    assert hparams_class.from_json(hparams.to_json()) == hparams
+    assert len(hparams.describe().splitlines()) == len(hparams.values())
+
+
+def test_an_integer_of_too_many_digits_is_refused_in_overrides_and_json() -> None:
+    with pytest.raises(HParamsError, match="d_model expects an integer, e.g. 512, not one of 5000"):
+        TransformerHParams().override("d_model=" + "9" * 5000)
+    with pytest.raises(HParamsError, match="hparams JSON is not valid JSON"):
+        TransformerHParams.from_json('{"d_model": ' + "9" * 5000 + "}")

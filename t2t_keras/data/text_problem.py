@@ -11,10 +11,28 @@ pairs and writes the shards:
         def generate_samples(self, data_dir, tmp_dir, split):
             for source, target in read_my_files(tmp_dir, split):
                 yield {"inputs": source, "targets": target}
+
+What becomes of a sample (`Text2TextProblem._checked`), each counted in the
+log and in the line t2t-datagen prints per split:
+
+  - a side longer than `max_chars` characters: skipped;
+  - text that is not valid Unicode (lone surrogates, as bytes decoded with
+    errors="surrogateescape" give): skipped;
+  - a training sample with an empty or whitespace-only side: skipped (it
+    teaches nothing); in dev and test it is kept, so that they hold every
+    line of their corpus;
+  - anything else is kept as it is: NUL bytes, control characters and
+    characters the vocabulary does not know become what the vocabulary
+    makes of them (SentencePiece drops some, such as ESC and U+FEFF, and
+    reads others, NUL among them, as UNK).
+
+A split left with no sample, or a sample that is not {"inputs": str,
+"targets": str}, is an error naming the problem.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import os
 from collections.abc import Iterator
@@ -29,6 +47,25 @@ from t2t_keras.errors import UserError
 from t2t_keras.usr_dir import error_location
 
 Sample = dict[str, str]
+
+
+@dataclasses.dataclass
+class SampleCounts:
+    """A split's samples: how many were kept, and how many were skipped for which reason."""
+
+    kept: int = 0
+    too_long: int = 0  # A side longer than max_chars.
+    not_unicode: int = 0  # Lone surrogates, which no file or vocabulary can hold.
+    blank: int = 0  # A training sample with an empty or whitespace-only side.
+
+    def skipped(self, max_chars: int) -> str:
+        """The skipped ones by reason, e.g. "2 with a blank side"; "" if none were."""
+        reasons = [
+            (self.too_long, f"longer than {max_chars} characters"),
+            (self.not_unicode, "not valid Unicode"),
+            (self.blank, "with a blank side"),
+        ]
+        return ", ".join(f"{count} {reason}" for count, reason in reasons if count)
 
 
 class Text2TextProblem(Problem):
@@ -159,7 +196,8 @@ class Text2TextProblem(Problem):
         vocabularies = self._build_vocabularies(data_dir, tmp_dir)
         for split, paths in missing.items():
             kept: list[tuple[str, str]] = []
-            samples = self._samples(data_dir, tmp_dir, split)
+            counts = SampleCounts()
+            samples = self._samples(data_dir, tmp_dir, split, counts)
             encoded = self._encoded(
                 samples, vocabularies, kept if self._text_paths(data_dir, split) else None
             )
@@ -168,7 +206,11 @@ class Text2TextProblem(Problem):
                 records.write_text(
                     kept, records.text_paths(data_dir, self.data_name, split), len(paths)
                 )
-            print(f"{self.data_name}: wrote {count} {split} examples to {len(paths)} shard(s).")
+            skipped = counts.skipped(self.max_chars)
+            print(
+                f"{self.data_name}: wrote {count} {split} examples to {len(paths)} shard(s)"
+                f"{f'; skipped {skipped}' if skipped else ''}."
+            )
 
     def _text_paths(self, data_dir: str, split: str) -> list[str]:
         """The split's kept-text files, if it keeps its text (`keep_text`, not train)."""
@@ -191,53 +233,77 @@ class Text2TextProblem(Problem):
                 for side in ("inputs", "targets")
             }
 
-    def _samples(self, data_dir: str, tmp_dir: str, split: str) -> Iterator[Sample]:
-        """The split's samples, checked by `_checked`."""
+    def _samples(
+        self, data_dir: str, tmp_dir: str, split: str, counts: SampleCounts | None = None
+    ) -> Iterator[Sample]:
+        """The split's samples, checked by `_checked` (which fills `counts`)."""
         if self.is_generate_per_split:
             source = self.generate_samples(data_dir, tmp_dir, split)
         else:
             source = self._dealt(self.generate_samples(data_dir, tmp_dir, "train"), split)
-        return self._checked(source, split)
+        return self._checked(source, split, counts=counts)
 
-    def _checked(self, source: Iterator[Sample], split: str, use: str = "") -> Iterator[Sample]:
+    def _checked(
+        self,
+        source: Iterator[Sample],
+        split: str,
+        use: str = "",
+        counts: SampleCounts | None = None,
+    ) -> Iterator[Sample]:
         """Samples of the right type; empty corpora refused, unusable samples skipped.
 
-        `use` labels the log lines, e.g. "vocabulary" for the vocabulary's sample.
-
-        Skipped, with a count in the log: samples with a side longer than
-        max_chars, and training samples with a blank side (common in crawled
-        corpora; they teach nothing).
+        What is skipped is in the module's docstring; each reason is counted
+        in `counts` and in a logged warning. `use` labels the log lines, e.g.
+        "vocabulary" for the vocabulary's sample.
         """
-        count, too_long, blank = 0, 0, 0
+        counts = counts if counts is not None else SampleCounts()
         for sample in self._reported(source, split):
-            inputs, targets = sample.get("inputs"), sample.get("targets")
-            if not isinstance(inputs, str) or not isinstance(targets, str):
-                raise UserError(
-                    f"{type(self).__name__}.generate_samples must yield "
-                    f'{{"inputs": str, "targets": str}}, got {sample!r:.200}.'
-                )
+            inputs, targets, reference = self._sample_texts(sample)
             if max(len(inputs), len(targets)) > self.max_chars:
-                too_long += 1
+                counts.too_long += 1
+            elif not all(_is_unicode(text) for text in (inputs, targets, reference)):
+                counts.not_unicode += 1
             elif split == "train" and not (inputs.strip() and targets.strip()):
-                blank += 1
+                counts.blank += 1
             else:
-                count += 1
+                counts.kept += 1
                 yield sample
         name = f"{self.data_name} {split}{f' ({use})' if use else ''}"
-        if too_long:
+        if counts.too_long:
             logging.warning(
                 "%s: skipped %d sample(s) longer than %d characters.",
                 name,
-                too_long,
+                counts.too_long,
                 self.max_chars,
             )
-        if blank:
-            logging.warning("%s: skipped %d sample(s) with a blank side.", name, blank)
-        if count == 0:
-            why = f" ({too_long} too long, {blank} blank)" if too_long or blank else ""
-            raise UserError(
-                f"Problem {self.data_name!r} produced no {split} samples{why}; check its corpus."
+        if counts.not_unicode:
+            logging.warning(
+                "%s: skipped %d sample(s) holding text that is not valid Unicode (lone "
+                "surrogates, e.g. from bytes decoded with errors='surrogateescape').",
+                name,
+                counts.not_unicode,
             )
+        if counts.blank:
+            logging.warning("%s: skipped %d sample(s) with a blank side.", name, counts.blank)
+        if counts.kept == 0:
+            skipped = counts.skipped(self.max_chars)
+            raise UserError(
+                f"Problem {self.data_name!r} produced no {split} samples"
+                f"{f' (skipped {skipped})' if skipped else ''}; check its corpus."
+            )
+
+    def _sample_texts(self, sample: object) -> tuple[str, str, str]:
+        """(inputs, targets, reference or "") of a sample, which must be {"inputs": str,
+        "targets": str}, with an optional "reference": str (see `keep_text`)."""
+        if isinstance(sample, dict):
+            inputs, targets = sample.get("inputs"), sample.get("targets")
+            reference = sample.get("reference", "")
+            if isinstance(inputs, str) and isinstance(targets, str) and isinstance(reference, str):
+                return inputs, targets, reference
+        raise UserError(
+            f"{type(self).__name__}.generate_samples must yield "
+            f'{{"inputs": str, "targets": str}}, got {sample!r:.200}.'
+        )
 
     def _reported(self, source: Iterator[Sample], split: str) -> Iterator[Sample]:
         """The samples; a file the problem cannot read becomes a UserError naming it."""
@@ -257,3 +323,12 @@ class Text2TextProblem(Problem):
             to_dev = index % (train + dev) >= train
             if (split == "dev") == to_dev:
                 yield sample
+
+
+def _is_unicode(text: str) -> bool:
+    """Whether text can be written as UTF-8 (holds no lone surrogate)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

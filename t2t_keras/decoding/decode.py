@@ -164,6 +164,8 @@ def decode_interactive(
 ) -> int:
     """Translates each line typed (or piped) in as soon as it is read; returns how many.
 
+    Lines end at "\n" only, and a "\r" before it is dropped, as in file mode
+    (`read_text_lines`): the same bytes give the same outputs in both modes.
     A line that is not UTF-8 gets an empty output line and a warning naming it,
     so a long session is not lost to one bad line.
 
@@ -185,7 +187,7 @@ def decode_interactive(
             return count
         count += 1
         try:
-            text = raw.decode("utf-8").rstrip("\r\n")
+            text = raw.decode("utf-8").removesuffix("\n").removesuffix("\r")
         except UnicodeDecodeError as error:
             logging.warning(
                 "Input line %d is not UTF-8 (%s at byte %d); its output line is empty.",

@@ -10,16 +10,15 @@ tokenizer ops.
 
 Versions follow TF Serving's layout: `export_dir/<version>`, an integer that
 grows with every export (the Unix time in seconds, as tf.estimator's
-exporters wrote). A version is written under a temporary name and renamed
-into place, so an interrupted export leaves no partial SavedModel where TF
-Serving looks.
+exporters wrote). A version is written under a hidden temporary name and
+renamed into place, so an interrupted export leaves no partial SavedModel
+where TF Serving looks, and the next export removes what it left.
 """
 
 from __future__ import annotations
 
 import os
 import time
-import uuid
 from collections.abc import Callable
 
 import tensorflow as tf
@@ -30,10 +29,12 @@ from t2t_keras.decoding.decode_hparams import SEARCH_SETTINGS, DecodeHParams
 from t2t_keras.decoding.decoder import Decoder
 from t2t_keras.decoding.translate import encode_texts
 from t2t_keras.errors import UserError
+from t2t_keras.files import remove_abandoned, temporary_path_for
 from t2t_keras.run.loading import TrainedModel
 
 SIGNATURE = "serving_default"
-_TEMPORARY_PREFIX = ".export-"
+# The hidden name a version has while it is written (files.temporary_path_for).
+_WRITING = "export"
 
 
 def export_translator(
@@ -118,10 +119,7 @@ def _translate_function(
     # The compiled search itself: encode_texts has cut the rows to max_length.
     search = decoder.search
 
-    def translate(inputs: tf.Tensor) -> dict[str, tf.Tensor]:
-        """[B] strings -> {"outputs": [B] strings, "scores": [B] float32} ([B, K] with beams)."""
-        rows, _ = encode_texts(inputs_vocab, inputs, decoder.max_length)
-        ids = rows.to_tensor(default_value=PAD_ID)  # [B, S]: S the longest row.
+    def searched(ids: tf.Tensor) -> dict[str, tf.Tensor]:
         output_ids, scores = search(ids)  # [B, N, L], [B, N]
         if decoder.num_returned == 1:
             return {"outputs": targets_vocab.tf_decode(output_ids[:, 0]), "scores": scores[:, 0]}
@@ -129,12 +127,31 @@ def _translate_function(
         outputs = tf.reshape(targets_vocab.tf_decode(flat_ids), tf.shape(scores))
         return {"outputs": outputs, "scores": scores}
 
+    def translate(inputs: tf.Tensor) -> dict[str, tf.Tensor]:
+        """[B] strings -> {"outputs": [B] strings, "scores": [B] float32} ([B, K] with beams).
+
+        Any bytes are taken (invalid UTF-8 too), and B may be 0.
+        """
+        rows, _ = encode_texts(inputs_vocab, inputs, decoder.max_length)
+        ids = rows.to_tensor(default_value=PAD_ID)  # [B, S]: S the longest row.
+        # The XLA-compiled search fails on an empty batch, which gets empty outputs.
+        empty_shape = [0] if decoder.num_returned == 1 else [0, decoder.num_returned]
+        return tf.cond(
+            tf.shape(ids)[0] > 0,
+            lambda: searched(ids),
+            lambda: {"outputs": tf.fill(empty_shape, ""), "scores": tf.zeros(empty_shape)},
+        )
+
     return translate
 
 
 def _make_temporary_dir(export_dir: str) -> str:
-    """Creates a hidden directory inside export_dir for the SavedModel being written."""
-    temporary_dir = os.path.join(export_dir, f"{_TEMPORARY_PREFIX}{uuid.uuid4().hex}")
+    """Creates a hidden directory inside export_dir for the SavedModel being written.
+
+    What an interrupted export left there is removed first.
+    """
+    remove_abandoned(os.path.join(export_dir, _WRITING))
+    temporary_dir = temporary_path_for(os.path.join(export_dir, _WRITING))
     try:
         tf.io.gfile.makedirs(temporary_dir)
     except (OSError, tf.errors.OpError) as error:

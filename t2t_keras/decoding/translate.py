@@ -4,11 +4,14 @@
 with our Transformer (`ct2_translate.CTranslate2Translator` with a CTranslate2
 export). Sentences are sorted by length so that each batch holds similar lengths,
 padded to a few bucket widths so that the compiled search is reused, and the
-outputs come back in input order: exactly one per input. An empty (or
-whitespace-only) input gets an empty output without being decoded. Inputs
-longer than the model's max_length are cut to it, keeping EOS, by
-`encode_texts`, the one place inputs are cut (the exported SavedModel cuts
-with it too); `Translator.translate` logs how many were.
+outputs come back in input order: exactly one per input. An input with
+nothing for the model to read gets an empty output without being decoded:
+an empty or whitespace-only one, or one the vocabulary reads as no tokens
+at all (only characters its normalization drops, such as control
+characters or a byte order mark, U+FEFF; these are counted in a logged
+warning). Inputs longer than the model's max_length are cut to it, keeping
+EOS, by `encode_texts`, the one place inputs are cut (the exported
+SavedModel cuts with it too); `Translator.translate` logs how many were.
 """
 
 from __future__ import annotations
@@ -73,7 +76,11 @@ class SentenceTranslator(abc.ABC):
     max_length: int
 
     def encode(self, sentences: Sequence[str]) -> tuple[list[list[int]], int]:
-        """Each sentence's ids ending with EOS (empty for a blank one), and how many were cut."""
+        """Each sentence's ids ending with EOS, and how many were cut.
+
+        The row is empty for a blank sentence and for one the vocabulary
+        reads as no tokens (EOS alone): neither is decoded.
+        """
         rows: list[list[int]] = [[] for _ in sentences]
         kept = [i for i, sentence in enumerate(sentences) if sentence.strip()]
         if not kept:
@@ -81,7 +88,7 @@ class SentenceTranslator(abc.ABC):
         texts = tf.constant([sentences[i] for i in kept], tf.string)
         ids, cut = encode_texts(self.vocabs["inputs"], texts, self.max_length)
         for i, row in zip(kept, ids.to_list(), strict=True):
-            rows[i] = row
+            rows[i] = row if len(row) > 1 else []
         return rows, int(tf.math.count_nonzero(cut))
 
     def translate(
@@ -105,6 +112,15 @@ class SentenceTranslator(abc.ABC):
                 "%d input(s) longer than max_length=%d tokens were truncated to it.",
                 truncated,
                 self.max_length,
+            )
+        unread = sum(
+            1 for row, text in zip(rows, sentences, strict=True) if text.strip() and not row
+        )
+        if unread:
+            logging.warning(
+                "%d input(s) hold no text the vocabulary reads (only control or format "
+                "characters); their output lines are empty.",
+                unread,
             )
         results: list[Translation | None] = [None] * len(rows)
         order = sorted((i for i, row in enumerate(rows) if row), key=lambda i: -len(rows[i]))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import shutil
 import signal
@@ -18,6 +19,7 @@ from t2t_keras.data.damage import check_shard
 from t2t_keras.data.vocab import SentencePieceVocabulary
 from t2t_keras.errors import UserError
 from t2t_keras.hparams.transformer import transformer_tiny
+from t2t_keras.models.transformer_hparams import TransformerHParams
 from t2t_keras.run.loading import load_trained
 from t2t_keras.training import make_strategy
 from t2t_keras.training.config import TrainConfig
@@ -29,12 +31,14 @@ SHARD = f"{PROBLEM}-train-00001-of-00002"
 VOCAB = f"vocab.{PROBLEM}.model"
 
 
-def _train(data: Path, output_dir: Path, **config: object) -> TrainResult:
+def _train(
+    data: Path, output_dir: Path, hparams: TransformerHParams | None = None, **config: object
+) -> TrainResult:
     settings = {"eval_every_steps": 0, "eval_steps": 1, "eval_bleu_examples": 0, **config}
     return train(
         registry.problem(PROBLEM),
         "transformer",
-        transformer_tiny(),
+        hparams or transformer_tiny(),
         str(data),
         str(output_dir),
         make_strategy("one_device"),
@@ -121,6 +125,19 @@ def test_train_steps_already_reached_trains_and_rewrites_nothing(
     assert {p.name: p.stat().st_mtime_ns for p in output_dir.glob("ckpt-*")} == before
     with pytest.raises(UserError, match="--train_steps must be at least 1"):
         TrainConfig(train_steps=0)
+
+
+def test_examples_and_batches_beyond_the_limits_stop_before_any_step(
+    number_words_data: Path, tmp_path: Path
+) -> None:
+    # Every example has a piece and EOS: none fits in max_length=1.
+    too_short = dataclasses.replace(transformer_tiny(), max_length=1)
+    with pytest.raises(UserError, match="has no example of at most max_length=1 tokens"):
+        _train(number_words_data, tmp_path / "short", too_short, train_steps=1)
+    small_batches = dataclasses.replace(transformer_tiny(), batch_size=100, max_length=256)
+    with pytest.raises(UserError, match="batch_size=100 is smaller than max_length=256"):
+        _train(number_words_data, tmp_path / "batches", small_batches, train_steps=1)
+    assert not list(tmp_path.glob("*/ckpt-*"))
 
 
 def _other_vocabulary(path: Path) -> None:
