@@ -77,3 +77,18 @@ def test_model_example_runs() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().startswith("(2, 1, ")
+
+
+def test_every_failure_in_the_table_is_checked_by_a_test_that_exists() -> None:
+    section = README.read_text().split("## When things go wrong", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| ")][2:]  # No header.
+    assert len(rows) >= 25
+    root = README.parent
+    for row in rows:
+        checked_by = row.rstrip(" |").rsplit(" | ", 1)[1]
+        references = re.findall(r"`(tests/[\w/]+\.py)::(\w+)`", checked_by)
+        assert references, row
+        for path, name in references:
+            assert re.search(rf"^def {name}\(", (root / path).read_text(), re.MULTILINE), (
+                f"{path}::{name}"
+            )

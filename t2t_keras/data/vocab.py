@@ -26,6 +26,7 @@ from t2t_keras.files import write_atomically
 _MODEL_TYPES = ("bpe", "unigram")
 _TOO_MANY_PIECES = "Vocabulary size too high"
 _NO_SENTENCES = "!sentences_.empty()"
+_NO_CHARACTERS = "all_chars_count"
 _RESERVED_PIECES = {PAD_ID: "<pad>", EOS_ID: "</s>", UNK_ID: "<unk>"}
 
 
@@ -326,6 +327,12 @@ def _training_error(error: RuntimeError, model_path: str) -> VocabularyError:
         return VocabularyError(
             f"No sentences to train the vocabulary on: {model_path} was not written "
             "(SentencePiece skips blank sentences and those over 4192 bytes)."
+        )
+    if _NO_CHARACTERS in str(error):
+        return VocabularyError(
+            f"No characters to train the vocabulary on: every sentence is empty once "
+            "SentencePiece drops control and format characters (ESC, DEL, U+FEFF, ...); "
+            f"{model_path} was not written."
         )
     message = str(error).split("] ", 1)[-1]  # Drop SentencePiece's source location.
     return VocabularyError(f"SentencePiece could not train the vocabulary {model_path}: {message}")
