@@ -88,7 +88,16 @@ class CheckpointSaver:
 
     def _restore_one(self, path: str) -> None:
         try:
-            self.checkpoint.restore(path).assert_consumed()
+            status = self.checkpoint.restore(path)
+            if any(name.startswith("seeds/") for name, _ in tf.train.list_variables(path)):
+                status.assert_consumed()
+            else:
+                logging.warning(
+                    "%s holds no dropout seed states (it was written by an earlier version): "
+                    "training resumes from it, but not bit for bit as a run never stopped.",
+                    path,
+                )
+                status.expect_partial()
         except (AssertionError, ValueError, tf.errors.OpError) as error:
             raise UserError(
                 f"checkpoint {path} does not fit this model ({summarize_error(error)}); resume "

@@ -4,7 +4,8 @@ The lock is an advisory `flock`, which the operating system releases when the
 process ends in any way, SIGKILL included: a killed trainer never leaves a
 stale lock behind, and the file it leaves (naming the last holder) is reused.
 A second trainer on the same directory is refused, naming the first.
-Directories that are not local paths (gs://...) are not locked.
+Directories that are not local paths (gs://...) are not locked. Under
+MultiWorkerMirroredStrategy only the chief, which writes output_dir, takes it.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from collections.abc import Iterator
 from typing import TextIO
 
 from t2t_keras.errors import UserError
+from t2t_keras.files import make_writable_dir
 
 LOCK_FILE = ".lock"
 
@@ -34,8 +36,7 @@ def output_dir_lock(output_dir: str, enabled: bool = True) -> Iterator[None]:
     if not enabled or "://" in output_dir:
         yield
         return
-    os.makedirs(output_dir, exist_ok=True)
-    path = os.path.join(output_dir, LOCK_FILE)
+    path = os.path.join(make_writable_dir(output_dir, "output_dir"), LOCK_FILE)
     with open(path, "a+") as file:
         try:
             fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)

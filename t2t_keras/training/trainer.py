@@ -90,9 +90,6 @@ def train(
         hparams = _with_vocab_size(hparams, encoders)
         vocab_paths = {side: getattr(v, "model_path", "bytes") for side, v in encoders.items()}
         run_files.check_vocabularies(output_dir, vocab_paths, hparams.vocab_size)
-        if chief:
-            sizes = {side: vocab.vocab_size for side, vocab in encoders.items()}
-            run_files.write_run(output_dir, run, hparams, vocab_paths, sizes)
         step = build_train_step(model_name, hparams, strategy, config)
         saver = CheckpointSaver(
             make_checkpoint(step.model, step.optimizer, seed_states=True),
@@ -108,6 +105,9 @@ def train(
         if at >= config.train_steps:
             result = _nothing_to_train(step.model, at, restored, output_dir, config)
             return _averaged(result, output_dir, config, chief)
+        if chief:
+            sizes = {side: vocab.vocab_size for side, vocab in encoders.items()}
+            run_files.write_run(output_dir, run, hparams, vocab_paths, sizes)
         evaluator = None
         if chief:
             evaluator = Evaluator(
@@ -239,8 +239,9 @@ def _train_batches(
 
     Under --deterministic the batches are one fixed stream: a resumed run
     skips the batches the steps before it consumed and goes on as an
-    uninterrupted run would. Otherwise a resumed run shuffles anew, seeded by
-    random_seed + step so that it does not repeat the first run's order.
+    uninterrupted run would (reading, not training on, what it skips: a cost
+    that grows with the step). Otherwise a resumed run shuffles anew, seeded
+    by random_seed + step so that it does not repeat the first run's order.
     """
     seed: int | None = config.random_seed or 0
     consumed = step * hparams.gradient_accumulation_steps
@@ -269,8 +270,8 @@ def _train_batches(
 def _check_data(problem: Problem, data_dir: str, skip_corrupt: bool) -> dict[str, Vocabulary]:
     """The problem's vocabularies; clear errors when its data is missing.
 
-    With skip_corrupt, the train shards are read through once first, to report
-    what their damaged records lose.
+    With skip_corrupt, the shards are read through once first, to report what
+    their damaged records lose.
     """
     if not data_dir or not tf.io.gfile.isdir(data_dir):
         raise UserError(
@@ -278,10 +279,10 @@ def _check_data(problem: Problem, data_dir: str, skip_corrupt: bool) -> dict[str
             f"--problem={problem.data_name} --data_dir=DATA_DIR --tmp_dir=TMP_DIR` "
             "(or add --generate_data to t2t-trainer)."
         )
-    train_files = problem.data_files(data_dir, "train")
-    problem.data_files(data_dir, "dev")
-    if skip_corrupt:
-        damage.report_losses(train_files, f"{problem.name} train")
+    for split in ("train", "dev"):
+        files = problem.data_files(data_dir, split)
+        if skip_corrupt:
+            damage.report_losses(files, f"{problem.name} {split}")
     return problem.feature_encoders(data_dir)
 
 

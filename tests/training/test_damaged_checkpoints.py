@@ -141,3 +141,17 @@ def test_the_decoder_falls_back_too_but_not_from_a_checkpoint_named(
     )
     with pytest.raises(DamagedCheckpointError, match="cannot be read .* damaged"):
         load_trained(str(output_dir), checkpoint_path=str(newest), use_xla=False)
+
+
+def test_a_checkpoint_without_seed_states_resumes_with_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    model = build_model("transformer", HPARAMS, use_xla=False)
+    optimizer = optimizer_from_hparams(HPARAMS)
+    optimizer.build(model.trainable_variables)
+    make_checkpoint(model, optimizer).write(str(tmp_path / "ckpt-10"))
+    tf.compat.v1.train.update_checkpoint_state(str(tmp_path), "ckpt-10")
+    saver, _ = _saver(tmp_path)
+    with caplog.at_level(logging.WARNING):
+        assert saver.restore() == str(tmp_path / "ckpt-10")
+    assert "holds no dropout seed states" in caplog.text

@@ -115,14 +115,19 @@ def test_train_steps_already_reached_trains_and_rewrites_nothing(
     trained_dir: Path, number_words_data: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     output_dir = Path(shutil.copytree(trained_dir, tmp_path / "train"))
-    before = {p.name: p.stat().st_mtime_ns for p in output_dir.glob("ckpt-*")}
+
+    def written() -> dict[str, int]:
+        files = (p for p in output_dir.rglob("*") if p.is_file() and p.name != ".lock")
+        return {str(p): p.stat().st_mtime_ns for p in files}
+
+    before = written()
     for steps in (200, 150):
         with caplog.at_level(logging.WARNING):
             result = _train(number_words_data, output_dir, train_steps=steps)
         assert (result.first_step, result.step) == (200, 200)
         assert result.checkpoint == str(output_dir / "ckpt-200")
     assert "already at step 200, at or past --train_steps=150: nothing to train" in caplog.text
-    assert {p.name: p.stat().st_mtime_ns for p in output_dir.glob("ckpt-*")} == before
+    assert written() == before
     with pytest.raises(UserError, match="--train_steps must be at least 1"):
         TrainConfig(train_steps=0)
 
@@ -208,5 +213,5 @@ def test_a_second_trainer_is_refused_and_a_killed_one_leaves_no_stale_lock(
     assert second.returncode == 2
     assert f"is in use by another t2t-trainer (process {first.pid} on" in second.stderr
     assert "Traceback" not in second.stderr
-    with output_dir_lock(str(tmp_path)):  # Released by the kill: not stale.
-        assert str(first.pid) not in lock.read_text()
+    with output_dir_lock(str(tmp_path)):  # Released by the kill: not stale, no error.
+        pass
