@@ -40,6 +40,7 @@ from t2t_keras.files import (
     replace_directory,
 )
 from t2t_keras.run import run_files
+from t2t_keras.run.intact import DamagedCheckpointError
 from t2t_keras.run.loading import find_checkpoint, read_run_files
 from t2t_keras.run.weights import (
     build_model,
@@ -47,6 +48,7 @@ from t2t_keras.run.weights import (
     checkpoint_model_shapes,
     make_checkpoint,
     model_variables,
+    summarize_error,
     variable_path,
 )
 
@@ -199,9 +201,9 @@ def average_checkpoints(
     _check_averaged_dir(averaged_dir, output_dir)
     remove_abandoned(averaged_dir)
     sources = select_checkpoints(output_dir, num_last_checkpoints, checkpoints)
-    shapes = checkpoint_model_shapes(sources[-1])
+    shapes = _readable_shapes(sources[-1])
     for source in sources[:-1]:
-        check_same_variables(checkpoint_model_shapes(source), source, shapes, sources[-1])
+        check_same_variables(_readable_shapes(source), source, shapes, sources[-1])
     run, hparams = read_run_files(output_dir)
     model = build_model(run["model"], hparams, use_xla=False)
     expected = {
@@ -261,13 +263,32 @@ def _assign_means(model: keras.Model, sources: Sequence[str]) -> None:
 
     One variable at a time, so memory holds the model and one weight's sum.
     """
-    readers = [tf.train.load_checkpoint(source) for source in sources]
+    readers = {source: tf.train.load_checkpoint(source) for source in sources}
     for path, variable in model_variables(model).items():
         key = checkpoint_key(path)
         total = np.zeros(variable.shape, np.float64)
-        for reader in readers:
-            total += reader.get_tensor(key)
+        for source, reader in readers.items():
+            try:
+                total += reader.get_tensor(key)
+            except (IndexError, tf.errors.OpError) as error:  # Truncated, or flipped bits.
+                raise _damaged(source, error) from None
         variable.assign((total / len(readers)).astype(variable.dtype.as_numpy_dtype))
+
+
+def _readable_shapes(source: str) -> dict[str, tuple[int, ...]]:
+    """checkpoint_model_shapes, or an error naming a checkpoint whose index is damaged."""
+    try:
+        return checkpoint_model_shapes(source)
+    except (IndexError, tf.errors.OpError) as error:
+        raise _damaged(source, error) from None
+
+
+def _damaged(source: str, error: Exception) -> DamagedCheckpointError:
+    return DamagedCheckpointError(
+        f"checkpoint {source} cannot be read ({summarize_error(error)}): its files are "
+        "damaged. Average other checkpoints (--checkpoints) or fewer of the newest "
+        "(--num_last_checkpoints)."
+    )
 
 
 def _check_averaged_dir(averaged_dir: str, output_dir: str) -> None:

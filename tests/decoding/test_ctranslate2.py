@@ -97,9 +97,12 @@ def test_greedy_search_gives_our_ids_for_every_sentence(
     assert [t.ids for t in theirs] == [t.ids for t in ours]
     assert all(t.ids[0][-1] == EOS_ID for t in theirs)
     # The same log-probabilities under the same penalty, except that CTranslate2
-    # renormalizes after barring PAD (and EOS first), which raises its scores a little.
+    # renormalizes after barring PAD (and EOS first), which raises its scores a
+    # little: by -log(1 - p(PAD)) a step, more where a briefly trained model still
+    # gives PAD some probability.
     gaps = np.array([b.scores[0] - a.scores[0] for a, b in zip(ours, theirs, strict=True)])
-    assert (gaps > -1e-4).all() and (gaps < 0.01).all(), gaps
+    assert (gaps > -1e-4).all() and (gaps < 0.05).all(), gaps
+    assert np.median(gaps) < 0.005, gaps
 
 
 def test_beam_search_agrees_under_a_penalty_both_express(

@@ -18,6 +18,7 @@ from t2t_keras.run.intact import DamagedCheckpointError, damage
 from t2t_keras.run.loading import load_trained
 from t2t_keras.run.weights import build_model, make_checkpoint
 from t2t_keras.training import optimizer_from_hparams
+from t2t_keras.training.averaging import average_checkpoints
 from t2t_keras.training.checkpoints import CheckpointSaver
 
 HPARAMS = dataclasses.replace(
@@ -155,3 +156,18 @@ def test_a_checkpoint_without_seed_states_resumes_with_a_warning(
     with caplog.at_level(logging.WARNING):
         assert saver.restore() == str(tmp_path / "ckpt-10")
     assert "holds no dropout seed states" in caplog.text
+
+
+@pytest.mark.parametrize("what", ["data", "index"])
+def test_averaging_a_damaged_checkpoint_names_it(
+    trained_dir: Path, tmp_path: Path, what: str
+) -> None:
+    output_dir = tmp_path / "train"
+    shutil.copytree(trained_dir, output_dir)
+    newest = Path(tf.train.latest_checkpoint(str(output_dir)))
+    # Cut early: the model's weights come first, the optimizer's slots (not averaged) after.
+    (damaged,) = output_dir.glob(f"{newest.name}.{what}*")
+    damaged.write_bytes(damaged.read_bytes()[:64])
+    with pytest.raises(DamagedCheckpointError, match=f"{newest} cannot be read .* damaged"):
+        average_checkpoints(str(output_dir), 2)
+    assert not (output_dir / "averaged").exists()
