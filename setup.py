@@ -40,6 +40,8 @@ setup(
         "tensorflow~=2.21.0",
         "tensorflow-text~=2.21.0",
         "tensorflow-datasets>=4.9",
+        # tensorflow-datasets downloads with it but does not require it.
+        "importlib_resources>=6",
         "sacrebleu>=2.4",
         "absl-py>=2.1",
         "sentencepiece>=0.2",

@@ -97,6 +97,25 @@ def define_data_flags() -> None:
     )
 
 
+def define_source_flags() -> None:
+    """--data_source and --tfds_data_dir, for the binaries that generate data."""
+    flags.DEFINE_enum(
+        "data_source",
+        "auto",
+        ("auto", "local", "tfds", "archives"),
+        "Where a translation problem with several sources (the WMT ones) reads its corpus. "
+        "auto: plain text in --tmp_dir if its train files are there, else the archives if "
+        "any is in --tmp_dir, else tensorflow-datasets; a data_dir keeps to the source "
+        "that built it.",
+    )
+    flags.DEFINE_string(
+        "tfds_data_dir",
+        None,
+        "tensorflow-datasets' data directory for --data_source=tfds (its download and "
+        "cache); default: TFDS's own ($TFDS_DATA_DIR or ~/tensorflow_datasets).",
+    )
+
+
 def define_xla_flag(default: str) -> None:
     """--xla, the same values and meaning in every binary that runs a model."""
     flags.DEFINE_enum("xla", default, XLA_MODES, _XLA_HELP)
@@ -115,7 +134,22 @@ def xla_arguments() -> tuple[bool, bool]:
 def generate_data(problem: Problem) -> None:
     """Writes the problem's vocabulary and shards into --data_dir (what is missing only)."""
     data_dir = required("data_dir", "the directory to write the vocabulary and shards to")
+    _use_source(problem)
     problem.generate_data(os.path.expanduser(data_dir), os.path.expanduser(FLAGS.tmp_dir))
+
+
+def _use_source(problem: Problem) -> None:
+    """Gives --data_source and --tfds_data_dir to a problem with several sources."""
+    from t2t_keras.data.translate_problem import AUTO, TranslateProblem
+
+    tfds_data_dir = FLAGS.tfds_data_dir and os.path.expanduser(FLAGS.tfds_data_dir)
+    if isinstance(problem, TranslateProblem):
+        problem.use_source(FLAGS.data_source, tfds_data_dir)
+    elif FLAGS.data_source != AUTO or tfds_data_dir:
+        fail(
+            f"--data_source and --tfds_data_dir choose among the sources of a translation "
+            f"problem that has several (the WMT ones); problem {problem.name!r} reads one."
+        )
 
 
 def run(main: Callable[[], int | None], uses_tensorflow: bool = True) -> NoReturn:

@@ -17,6 +17,7 @@ from t2t_keras.bin import common
 common.define_registry_flags()
 common.define_problem_flag()
 common.define_data_flags()
+common.define_source_flags()
 flags.DEFINE_integer(
     "show_examples",
     0,

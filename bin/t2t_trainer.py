@@ -24,6 +24,7 @@ common.define_registry_flags()
 common.define_problem_flag()
 common.define_model_flags()
 common.define_data_flags()
+common.define_source_flags()
 flags.DEFINE_bool(
     "generate_data",
     False,

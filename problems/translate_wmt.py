@@ -1,59 +1,20 @@
 """WMT 2014 English-German and English-French, the paper's translation tasks.
 
-t2t-datagen downloads the WMT archives into --tmp_dir (a file already there is
-used as it is, so a machine without network can be given the archives by
-hand), extracts the corpora it needs and streams them: memory stays bounded
-however large the corpus. Dev is newstest2013, test newstest2014, as in the
-paper. `<name>_rev` gives German->English and French->English from the same data.
+Each reads its corpus from one of three sources (`TranslateProblem`): plain
+text in --tmp_dir (train.en and train.de or .fr, newstest2013.*,
+newstest2014.*), tensorflow-datasets' wmt14_translate, or the WMT archives,
+downloaded into --tmp_dir (a file already there is used as it is). Dev is
+newstest2013, test newstest2014, as in the paper. `<name>_rev` gives
+German->English and French->English from the same data.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import itertools
-import os
-from collections.abc import Iterator
-
 from t2t_keras import registry
-from t2t_keras.data import corpus
-from t2t_keras.data.text_problem import Sample, Text2TextProblem
-from t2t_keras.errors import UserError
+from t2t_keras.data.parallel_sources import LocalFiles, ParallelCorpus, TfdsTranslation
+from t2t_keras.data.translate_problem import TranslateProblem
 
 _STATMT = "http://www.statmt.org"
-
-
-@dataclasses.dataclass(frozen=True)
-class ParallelCorpus:
-    """A parallel corpus inside a downloadable archive.
-
-    Attributes:
-      url: the archive (tar, any compression).
-      source: the source side's path inside the archive.
-      target: the target side's path inside the archive.
-      sgm: the sides are WMT SGML files rather than one sentence per line.
-    """
-
-    url: str
-    source: str
-    target: str
-    sgm: bool = False
-
-    def pairs(self, tmp_dir: str) -> Iterator[tuple[str, str]]:
-        """Downloads and extracts what is missing, then streams (source, target) pairs."""
-        archive = corpus.maybe_download(tmp_dir, os.path.basename(self.url), self.url)
-        source, target = (
-            corpus.extract_member(archive, member, tmp_dir) for member in (self.source, self.target)
-        )
-        if not self.sgm:
-            yield from corpus.read_parallel(source, target)
-            return
-        sources, targets = list(corpus.read_sgm(source)), list(corpus.read_sgm(target))
-        if len(sources) != len(targets):
-            raise UserError(
-                f"{source} has {len(sources)} segments but {target} has {len(targets)}; "
-                "every source segment needs its reference: delete both to extract them anew."
-            )
-        yield from zip(sources, targets, strict=True)
 
 
 def _wmt_corpora(pair: str) -> dict[str, tuple[ParallelCorpus, ...]]:
@@ -98,24 +59,33 @@ def _wmt_corpora(pair: str) -> dict[str, tuple[ParallelCorpus, ...]]:
     }
 
 
-class TranslateWmt14(Text2TextProblem):
-    """English to another language from WMT14 archives; subclasses name the corpora."""
+def _local_files(pair: str) -> LocalFiles:
+    stems = {"train": "train", "dev": "newstest2013", "test": "newstest2014"}
+    return LocalFiles(("en", pair), stems)
 
-    corpora: dict[str, tuple[ParallelCorpus, ...]] = {}  # noqa: RUF012
+
+def _tfds_dataset(pair: str) -> TfdsTranslation:
+    local = _local_files(pair)
+    return TfdsTranslation(
+        f"wmt14_translate/{pair}-en",
+        ("en", pair),
+        {"train": "train", "dev": "validation", "test": "test"},
+        help=(
+            "Without network, put the corpus in --tmp_dir as plain text instead: "
+            f"{local.names()}, one sentence a line, aligned line by line (WMT14's "
+            "training corpora concatenated, newstest2013 as dev, newstest2014 as test); "
+            "t2t-datagen reads them when train.* is there. Or put the WMT archives "
+            "there and pass --data_source=archives, or copy a prepared "
+            "wmt14_translate into --tfds_data_dir."
+        ),
+        download_url=f"{_STATMT}/wmt14/dev.tgz",
+    )
+
+
+class TranslateWmt14(TranslateProblem):
+    """English to another language from WMT14; subclasses name the language."""
+
     dataset_splits = {"train": 100, "dev": 1, "test": 1}  # noqa: RUF012
-
-    def generate_samples(self, data_dir: str, tmp_dir: str, split: str) -> Iterator[Sample]:
-        for parallel in self.corpora[split]:
-            for inputs, targets in parallel.pairs(tmp_dir):
-                yield {"inputs": inputs, "targets": targets}
-
-    def vocab_samples(self, data_dir: str, tmp_dir: str) -> Iterator[Sample]:
-        """Training pairs taken in turn from each corpus, so every corpus shapes the vocabulary."""
-        streams = [parallel.pairs(tmp_dir) for parallel in self.corpora["train"]]
-        for pairs in itertools.zip_longest(*streams):
-            for pair in pairs:
-                if pair is not None:
-                    yield {"inputs": pair[0], "targets": pair[1]}
 
 
 @registry.register_problem
@@ -125,6 +95,8 @@ class TranslateEndeWmtBpe37k(TranslateWmt14):
     approx_vocab_size = 37_000
     vocab_type = "bpe"
     corpora = _wmt_corpora("de")
+    local_files = _local_files("de")
+    tfds_dataset = _tfds_dataset("de")
 
 
 @registry.register_problem
@@ -135,4 +107,22 @@ class TranslateEnfrWmt32k(TranslateWmt14):
     # SentencePiece's unigram model stands in for the paper's word-pieces.
     vocab_type = "unigram"
     corpora = _wmt_corpora("fr")
+    local_files = _local_files("fr")
+    tfds_dataset = _tfds_dataset("fr")
     dataset_splits = {"train": 400, "dev": 1, "test": 1}  # noqa: RUF012
+
+
+@registry.register_problem
+class TranslateEndeWmt32k(TranslateEndeWmtBpe37k):
+    """tensor2tensor's name: WMT14 English->German with a shared 32k word-piece vocabulary."""
+
+    approx_vocab_size = 32_000
+    vocab_type = "unigram"
+
+
+@registry.register_problem
+class TranslateEndeWmt8k(TranslateEndeWmtBpe37k):
+    """WMT14 English->German with a shared 8k vocabulary: smaller models, for CPU work."""
+
+    approx_vocab_size = 8_000
+    vocab_type = "unigram"

@@ -1,0 +1,186 @@
+"""The WMT problems' three sources, offline: plain text, a real TFDS dataset on disk, archives.
+
+The TFDS dataset is written by a real tensorflow-datasets builder that reads
+local files, under the name, config and version of TFDS's wmt14_translate,
+into a data directory of the test's; the problem then reads it with
+`tfds.load` as it reads the real one.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+import tensorflow_datasets as tfds
+from binaries import assert_user_error, run_in_process
+
+from t2t_keras import registry
+from t2t_keras.data import records
+
+PAIRS = {
+    "train": [
+        (f"The house number {i} is red.", f"Das Haus Nummer {i} ist rot.") for i in range(60)
+    ],
+    "validation": [(f"A cat sees {i} dogs.", f"Eine Katze sieht {i} Hunde.") for i in range(12)],
+    "test": [(f"We walk {i} miles.", f"Wir laufen {i} Meilen.") for i in range(8)],
+}
+
+
+class LocalWmt14(tfds.core.GeneratorBasedBuilder, skip_registration=True):
+    """wmt14_translate/de-en as TFDS lays it out, built from files in a local folder."""
+
+    name = "wmt14_translate"
+    VERSION = tfds.core.Version("1.0.0")
+    BUILDER_CONFIGS = [tfds.core.BuilderConfig(name="de-en")]  # noqa: RUF012
+
+    def __init__(self, *, corpus_dir: Path, **kwargs: object) -> None:
+        self.corpus_dir = corpus_dir
+        super().__init__(**kwargs)
+
+    def _info(self) -> tfds.core.DatasetInfo:
+        return self.dataset_info_from_configs(
+            features=tfds.features.Translation(languages=("de", "en")),
+            supervised_keys=("de", "en"),
+        )
+
+    def _split_generators(self, dl_manager: object) -> dict:
+        return {split: self._generate_examples(split) for split in PAIRS}
+
+    def _generate_examples(self, split: str):
+        english = (self.corpus_dir / f"{split}.en").read_text(encoding="utf-8").splitlines()
+        german = (self.corpus_dir / f"{split}.de").read_text(encoding="utf-8").splitlines()
+        for index, (en, de) in enumerate(zip(english, german, strict=True)):
+            yield index, {"en": en, "de": de}
+
+
+@pytest.fixture(scope="module")
+def tfds_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A TFDS data directory holding a prepared wmt14_translate/de-en."""
+    corpus_dir = tmp_path_factory.mktemp("corpus")
+    for split, pairs in PAIRS.items():
+        for index, language in enumerate(("en", "de")):
+            text = "".join(f"{pair[index]}\n" for pair in pairs)
+            (corpus_dir / f"{split}.{language}").write_text(text, encoding="utf-8")
+    data_dir = tmp_path_factory.mktemp("tensorflow_datasets")
+    LocalWmt14(corpus_dir=corpus_dir, data_dir=str(data_dir), config="de-en").download_and_prepare()
+    return data_dir
+
+
+def datagen(problem: str, data_dir: Path, tmp_dir: Path, *flags: str):
+    return run_in_process(
+        "t2t-datagen",
+        f"--problem={problem}",
+        f"--data_dir={data_dir}",
+        f"--tmp_dir={tmp_dir}",
+        *flags,
+    )
+
+
+# Marks local text; the vocabulary would normalize its double space and ligature away.
+LOCAL = "  (local ﬁle)"
+
+
+def local_corpus(tmp_dir: Path, test: bool = True) -> None:
+    """train, newstest2013 and (optionally) newstest2014 as plain text in tmp_dir."""
+    tmp_dir.mkdir(exist_ok=True)
+    stems = {"train": "train", "validation": "newstest2013", "test": "newstest2014"}
+    for split, stem in stems.items():
+        if split == "test" and not test:
+            continue
+        for index, language in enumerate(("en", "de")):
+            lines = "".join(f"{pair[index]}{LOCAL}\n" for pair in PAIRS[split])
+            (tmp_dir / f"{stem}.{language}").write_text(lines, encoding="utf-8")
+
+
+def test_tfds_source_reads_a_prepared_dataset_and_is_recorded(
+    tfds_dir: Path, tmp_path: Path
+) -> None:
+    data_dir = tmp_path / "data"
+    # Nothing in tmp_dir: auto chooses tensorflow-datasets, found prepared in --tfds_data_dir.
+    result = datagen(
+        "translate_ende_wmt8k", data_dir, tmp_path / "empty", f"--tfds_data_dir={tfds_dir}"
+    )
+    assert result.returncode == 0, result.stderr
+    problem = registry.problem("translate_ende_wmt8k")
+    counts = {
+        split: records.count_records(problem.data_files(str(data_dir), split))
+        for split in ("train", "dev", "test")
+    }
+    assert counts == {"train": 60, "dev": 12, "test": 8}
+    # English in, German out, whatever order TFDS's supervised keys have (TFDS
+    # shuffles the examples when it prepares a dataset).
+    assert sorted(problem.text_examples(str(data_dir), "dev", -1)) == sorted(PAIRS["validation"])
+    record = json.loads((data_dir / "translate_ende_wmt8k-source.json").read_text())
+    assert record["source"] == "tfds"
+    assert "wmt14_translate/de-en" in record["from"]
+    # The test split as plain files, for t2t-bleu and --decode_from_file.
+    english, german = (
+        (data_dir / f"newstest2014.{language}").read_text().splitlines()
+        for language in ("en", "de")
+    )
+    assert sorted(zip(english, german, strict=True)) == sorted(PAIRS["test"])
+
+
+def test_local_files_win_and_a_data_dir_never_mixes_sources(tfds_dir: Path, tmp_path: Path) -> None:
+    data_dir, tmp_dir = tmp_path / "data", tmp_path / "tmp"
+    local_corpus(tmp_dir, test=False)
+    result = datagen("translate_ende_wmt8k", data_dir, tmp_dir, f"--tfds_data_dir={tfds_dir}")
+    assert result.returncode == 0, result.stderr
+    problem = registry.problem("translate_ende_wmt8k")
+    # Dev text as the corpus has it, not decoded from ids: what evaluation decodes and scores.
+    first = PAIRS["validation"][0]
+    assert problem.text_examples(str(data_dir), "dev", 1) == [(first[0] + LOCAL, first[1] + LOCAL)]
+    # Without newstest2014 the test split is not generated (and said so).
+    assert not list(data_dir.glob("translate_ende_wmt8k-test-*"))
+    assert "local" in (data_dir / "translate_ende_wmt8k-source.json").read_text()
+
+    # Another source into the same data_dir is refused, nothing written.
+    before = sorted(path.name for path in data_dir.iterdir())
+    result = datagen(
+        "translate_ende_wmt8k",
+        data_dir,
+        tmp_dir,
+        "--data_source=tfds",
+        f"--tfds_data_dir={tfds_dir}",
+    )
+    assert_user_error(result, "built from the 'local' source", "never mixed", "--data_source=local")
+    assert sorted(path.name for path in data_dir.iterdir()) == before
+
+    # Auto keeps to the recorded source: adding newstest2014 later completes the data.
+    local_corpus(tmp_dir)
+    result = datagen("translate_ende_wmt8k", data_dir, tmp_dir)
+    assert result.returncode == 0, result.stderr
+    assert records.count_records(problem.data_files(str(data_dir), "test")) == 8
+
+
+def test_without_network_or_local_files_tfds_fails_fast_saying_what_to_do(
+    tmp_path: Path,
+) -> None:
+    start = time.monotonic()
+    result = datagen(
+        "translate_ende_wmt_bpe37k",
+        tmp_path / "data",
+        tmp_path / "tmp",
+        f"--tfds_data_dir={tmp_path / 'tensorflow_datasets'}",
+    )
+    assert time.monotonic() - start < 60
+    assert_user_error(
+        result,
+        "tensorflow-datasets could not prepare wmt14_translate/de-en",
+        "train.{en,de}, newstest2013.{en,de}, newstest2014.{en,de}",
+        "--data_source=archives",
+    )
+    assert not list((tmp_path / "data").glob("*-train-*"))
+
+
+def test_other_problems_have_one_source_and_t2t_names_exist(tmp_path: Path) -> None:
+    result = datagen("translate_number_words_en_de", tmp_path, tmp_path, "--data_source=tfds")
+    assert_user_error(result, "reads one")
+    ende32k, ende8k = (registry.problem(f"translate_ende_wmt{size}") for size in ("32k", "8k"))
+    assert (ende32k.approx_vocab_size, ende8k.approx_vocab_size) == (32_000, 8_000)
+    assert ende32k.sources() == ("local", "archives", "tfds")
+    enfr = registry.problem("translate_enfr_wmt32k")
+    assert enfr.tfds_dataset.name == "wmt14_translate/fr-en"
+    assert enfr.local_files.names() == "train.{en,fr}, newstest2013.{en,fr}, newstest2014.{en,fr}"
