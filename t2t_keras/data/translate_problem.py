@@ -123,17 +123,18 @@ class TranslateProblem(Text2TextProblem):
         return TFDS if self.tfds_dataset is not None else self.sources()[-1]
 
     def recorded_source(self, data_dir: str) -> str | None:
-        """The source data_dir's vocabulary and shards of this problem were built from.
+        """The source data_dir's data of this problem was built from; None if it holds none.
 
-        None when data_dir holds none of them (a record left by a run that
-        failed before writing any is no data). Data written before sources
-        were recorded came from the archives.
+        A record left without data (by a run that failed before writing any)
+        counts for nothing. Shards written before sources were recorded came
+        from the archives.
         """
-        if not self._has_data(data_dir):
-            return None
         path = self._source_path(data_dir)
+        shards = self._has_shards(data_dir)
         if not os.path.isfile(path):
-            return ARCHIVES
+            return ARCHIVES if shards else None
+        if not (shards or any(map(os.path.exists, self.vocab_paths(data_dir).values()))):
+            return None
         try:
             with open(path, encoding="utf-8") as file:
                 source = json.load(file)["source"]
@@ -147,9 +148,7 @@ class TranslateProblem(Text2TextProblem):
             )
         return str(source)
 
-    def _has_data(self, data_dir: str) -> bool:
-        if any(os.path.exists(path) for path in set(self.vocab_paths(data_dir).values())):
-            return True
+    def _has_shards(self, data_dir: str) -> bool:
         return any(
             os.path.exists(path)
             for split, count in self.dataset_splits.items()

@@ -1,9 +1,9 @@
-"""The WMT problems' three sources, offline: plain text, a real TFDS dataset on disk, archives.
+"""The WMT problems' sources, offline: plain text and a real TFDS dataset on disk.
 
 The TFDS dataset is written by a real tensorflow-datasets builder that reads
-local files, under the name, config and version of TFDS's wmt14_translate,
-into a data directory of the test's; the problem then reads it with
-`tfds.load` as it reads the real one.
+local files (tests/local_tfds.py), under the name, config and version of
+TFDS's wmt14_translate; the problem then reads it with `tfds.load` as it
+reads the real one. The archives are tested in test_translate_wmt.py.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 
 import pytest
-import tensorflow_datasets as tfds
 from binaries import assert_user_error, run_in_process
+from local_tfds import write_wmt14
 
 from t2t_keras import registry
 from t2t_keras.data import records
@@ -28,33 +28,6 @@ PAIRS = {
 }
 
 
-class LocalWmt14(tfds.core.GeneratorBasedBuilder, skip_registration=True):
-    """wmt14_translate/de-en as TFDS lays it out, built from files in a local folder."""
-
-    name = "wmt14_translate"
-    VERSION = tfds.core.Version("1.0.0")
-    BUILDER_CONFIGS = [tfds.core.BuilderConfig(name="de-en")]  # noqa: RUF012
-
-    def __init__(self, *, corpus_dir: Path, **kwargs: object) -> None:
-        self.corpus_dir = corpus_dir
-        super().__init__(**kwargs)
-
-    def _info(self) -> tfds.core.DatasetInfo:
-        return self.dataset_info_from_configs(
-            features=tfds.features.Translation(languages=("de", "en")),
-            supervised_keys=("de", "en"),
-        )
-
-    def _split_generators(self, dl_manager: object) -> dict:
-        return {split: self._generate_examples(split) for split in PAIRS}
-
-    def _generate_examples(self, split: str):
-        english = (self.corpus_dir / f"{split}.en").read_text(encoding="utf-8").splitlines()
-        german = (self.corpus_dir / f"{split}.de").read_text(encoding="utf-8").splitlines()
-        for index, (en, de) in enumerate(zip(english, german, strict=True)):
-            yield index, {"en": en, "de": de}
-
-
 @pytest.fixture(scope="module")
 def tfds_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A TFDS data directory holding a prepared wmt14_translate/de-en."""
@@ -64,7 +37,7 @@ def tfds_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
             text = "".join(f"{pair[index]}\n" for pair in pairs)
             (corpus_dir / f"{split}.{language}").write_text(text, encoding="utf-8")
     data_dir = tmp_path_factory.mktemp("tensorflow_datasets")
-    LocalWmt14(corpus_dir=corpus_dir, data_dir=str(data_dir), config="de-en").download_and_prepare()
+    write_wmt14(corpus_dir, data_dir)
     return data_dir
 
 

@@ -1,0 +1,204 @@
+"""The WMT problems on the local WMT sample: datagen from each source, then a short training.
+
+    .venv/bin/python benchmarks/wmt_sample.py [--minutes=30] [--rounds=3] [--work_dir=DIR]
+
+With ../shared/data/wmt (the WMT news test sets) laid out as the local
+plain-text source (newstest2008-2012 as training text less 500 held-out
+newstest2012 sentences, which are the test split, and newstest2013 as dev):
+
+1. datagen throughput of `--problem` from each source, the same pairs each
+   time: the plain-text files, a tensorflow-datasets wmt14_translate written
+   from them by a real TFDS builder, and WMT-layout archives made of them.
+   The vocabulary is trained once and copied in first, so the time is that
+   of reading, encoding and writing the shards; the median of --rounds runs;
+2. `--hparams_set` trained for --minutes on one device on the local
+   source's data (evaluation off), the last --average checkpoints averaged;
+3. newstest2013 (the dev set, 3,000 sentences) decoded from its raw text by
+   t2t-decoder's code path (beam 4, alpha 0.6) with the averaged model, and
+   scored in both conventions (sacreBLEU and the paper's tokenized BLEU).
+
+Prints one JSON line.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import statistics
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+from absl import app, flags
+from one_device import budget, run_summary, train_without_evaluation
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from local_tfds import write_wmt14
+
+from t2t_keras import catalog, registry
+from t2t_keras.data import records
+from t2t_keras.decoding.decode import decode_file
+from t2t_keras.decoding.decode_hparams import DecodeHParams
+from t2t_keras.decoding.translate import Translator
+from t2t_keras.files import read_text_lines
+from t2t_keras.metrics import bleu
+from t2t_keras.run.loading import load_trained
+
+SHARED_WMT = Path(__file__).resolve().parents[2] / "shared" / "data" / "wmt"
+HELD_OUT = 500
+
+flags.DEFINE_string("problem", "translate_ende_wmt8k", "The WMT problem generated and trained.")
+flags.DEFINE_float("minutes", 30.0, "Training budget in minutes; 0 = datagen only.")
+flags.DEFINE_string("hparams_set", "transformer_small", "The hparams set trained.")
+flags.DEFINE_string("hparams", "", "Overrides of the hparams set.")
+flags.DEFINE_integer("average", 5, "Checkpoints averaged at the end.")
+flags.DEFINE_integer("rounds", 3, "datagen runs per source; the median is reported.")
+flags.DEFINE_string("work_dir", None, "Where data and checkpoints go; a temporary folder if unset.")
+FLAGS = flags.FLAGS
+
+
+def splits() -> dict[str, dict[str, list[str]]]:
+    """{split: {language: lines}} of the sample: train, validation (dev) and test."""
+    result: dict[str, dict[str, list[str]]] = {"train": {}, "validation": {}, "test": {}}
+    for language in ("en", "de"):
+        years = {
+            year: read_text_lines(str(SHARED_WMT / f"newstest{year}.{language}"))
+            for year in range(2008, 2014)
+        }
+        result["train"][language] = [
+            line for year in range(2008, 2012) for line in years[year]
+        ] + years[2012][HELD_OUT:]
+        result["validation"][language] = years[2013]
+        result["test"][language] = years[2012][:HELD_OUT]
+    return result
+
+
+def write_sources(root: Path, text: dict[str, dict[str, list[str]]]) -> dict[str, tuple]:
+    """Each source's (tmp_dir, tfds_data_dir) holding the same pairs."""
+    local, corpus, archives = root / "local", root / "corpus", root / "archives"
+    stems = {"train": "train", "validation": "newstest2013", "test": "newstest2014"}
+    for split, sides in text.items():
+        for language, lines in sides.items():
+            for directory, name in ((local, stems[split]), (corpus, split)):
+                directory.mkdir(exist_ok=True)
+                (directory / f"{name}.{language}").write_text("\n".join(lines) + "\n")
+    write_wmt14(corpus, root / "tensorflow_datasets")
+    write_archives(archives, text)
+    return {
+        "local": (local, None),
+        "tfds": (root / "empty", root / "tensorflow_datasets"),
+        "archives": (archives, None),
+    }
+
+
+def write_archives(tmp_dir: Path, text: dict[str, dict[str, list[str]]]) -> None:
+    """The problem's archives in the WMT layout: all training text in the first corpus."""
+    tmp_dir.mkdir(exist_ok=True)
+    problem = registry.problem(FLAGS.problem)
+    ours = {"train": "train", "dev": "validation", "test": "test"}
+    for split, corpora in problem.corpora.items():
+        for index, corpus in enumerate(corpora):
+            sides = text[ours[split]] if index == 0 else {"en": [], "de": []}
+            members = {corpus.source: sides["en"], corpus.target: sides["de"]}
+            with tarfile.open(tmp_dir / corpus.archive_name, "w:gz") as tar:
+                for member, lines in members.items():
+                    if corpus.sgm:
+                        segments = "".join(
+                            f'<seg id="{i}">{line}</seg>\n' for i, line in enumerate(lines)
+                        )
+                        data = f'<refset>\n<doc docid="1">\n{segments}</doc>\n</refset>\n'
+                    else:
+                        data = "".join(f"{line}\n" for line in lines)
+                    encoded = data.encode("utf-8")
+                    info = tarfile.TarInfo(member)
+                    info.size = len(encoded)
+                    tar.addfile(info, io.BytesIO(encoded))
+
+
+def datagen_rates(root: Path, sources: dict[str, tuple]) -> tuple[str, dict[str, dict]]:
+    """Pairs written per second from each source (vocabulary trained once, copied in)."""
+    vocab_dir = root / "vocab"
+    problem = registry.problem(FLAGS.problem)
+    problem.use_source("local")
+    start = time.monotonic()
+    problem.generate_data(str(vocab_dir), str(sources["local"][0]))
+    first_seconds = time.monotonic() - start
+    vocab = problem.vocab_paths(str(vocab_dir))["inputs"]
+    rates: dict[str, dict] = {}
+    for source, (tmp_dir, tfds_data_dir) in sources.items():
+        seconds = []
+        for round_index in range(FLAGS.rounds):
+            data_dir = root / f"data_{source}_{round_index}"
+            data_dir.mkdir()
+            shutil.copy(vocab, data_dir)
+            problem = registry.problem(FLAGS.problem)
+            problem.use_source(source, str(tfds_data_dir) if tfds_data_dir else None)
+            start = time.monotonic()
+            problem.generate_data(str(data_dir), str(tmp_dir))
+            seconds.append(time.monotonic() - start)
+        pairs = sum(
+            records.count_records(problem.data_files(str(data_dir), split))
+            for split in ("train", "dev", "test")
+        )
+        median = statistics.median(seconds)
+        rates[source] = {
+            "pairs": pairs,
+            "seconds": round(median, 2),
+            "pairs_per_second": round(pairs / median),
+        }
+    rates["local_with_vocabulary"] = {"seconds": round(first_seconds, 2)}
+    return str(vocab_dir), rates
+
+
+def train_and_score(data_dir: str, work_dir: Path) -> dict:
+    output_dir = str(work_dir / f"train_{int(time.time())}")
+    result = train_without_evaluation(
+        FLAGS.problem, FLAGS.hparams_set, FLAGS.hparams, data_dir, output_dir,
+        **budget(FLAGS.minutes, FLAGS.average), log_every_steps=100, random_seed=1,
+    )  # fmt: skip
+    run_dir = os.path.join(output_dir, "averaged") if FLAGS.average > 1 else output_dir
+    trained = load_trained(run_dir)
+    translator = Translator(trained.model, trained.vocabs, DecodeHParams())
+    source = str(SHARED_WMT / "newstest2013.en")
+    start = time.monotonic()
+    decoded = decode_file(
+        translator, source, str(work_dir / "newstest2013.decodes"), out=sys.stderr
+    )
+    decode_seconds = time.monotonic() - start
+    hypotheses = [translation.text for translation in decoded.translations]
+    references = read_text_lines(str(SHARED_WMT / "newstest2013.de"))
+    scores = bleu.bleu_scores(hypotheses, references, "de")
+    return {
+        **run_summary(result),
+        "newstest2013": {
+            "sacrebleu": round(scores[0].score, 2),
+            "tokenized_bleu": round(scores[1].score, 2),
+            "uncased_sacrebleu": round(scores[2].score, 2),
+            "signature": scores[0].signature,
+            "sentences": len(hypotheses),
+            "empty_outputs": sum(1 for line in hypotheses if not line.strip()),
+            "decode_seconds": round(decode_seconds, 1),
+        },
+    }
+
+
+def main(argv: list[str]) -> None:
+    del argv
+    catalog.load()
+    work_dir = Path(FLAGS.work_dir or tempfile.mkdtemp(prefix="wmt_sample_"))
+    work_dir.mkdir(parents=True, exist_ok=True)
+    sources = write_sources(work_dir, splits())
+    data_dir, rates = datagen_rates(work_dir, sources)
+    summary = {"problem": FLAGS.problem, "datagen": rates}
+    if FLAGS.minutes > 0:
+        summary.update(hparams_set=FLAGS.hparams_set, minutes=FLAGS.minutes)
+        summary.update(train_and_score(data_dir, work_dir))
+    print(json.dumps(summary))
+
+
+if __name__ == "__main__":
+    app.run(main)
