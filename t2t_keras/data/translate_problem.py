@@ -111,7 +111,6 @@ class TranslateProblem(Text2TextProblem):
             chosen = recorded
         else:
             chosen = self._detected(tmp_dir)
-        logging.info("%s: generating from the %s source.", self.data_name, chosen)
         return chosen
 
     def _detected(self, tmp_dir: str) -> str:
@@ -163,8 +162,9 @@ class TranslateProblem(Text2TextProblem):
     def generate_data(self, data_dir: str, tmp_dir: str) -> None:
         """As Text2TextProblem's, from the chosen source, which is recorded first."""
         self._chosen = self.choose_source(data_dir, tmp_dir)
+        record = {"source": self._chosen, "from": self._origin(tmp_dir)}
+        print(f"{self.data_name}: reading the {record['source']} source ({record['from']}).")
         if self.recorded_source(data_dir) is None:
-            record = {"source": self._chosen, "from": self._origin(tmp_dir)}
             write_atomically(
                 (json.dumps(record, indent=2) + "\n").encode("utf-8"), self._source_path(data_dir)
             )

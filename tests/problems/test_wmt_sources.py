@@ -76,6 +76,7 @@ def test_tfds_source_reads_a_prepared_dataset_and_is_recorded(
         "translate_ende_wmt8k", data_dir, tmp_path / "empty", f"--tfds_data_dir={tfds_dir}"
     )
     assert result.returncode == 0, result.stderr
+    assert "translate_ende_wmt8k: reading the tfds source (tensorflow-datasets" in result.stdout
     problem = registry.problem("translate_ende_wmt8k")
     counts = {
         split: records.count_records(problem.data_files(str(data_dir), split))

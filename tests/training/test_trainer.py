@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -21,8 +22,9 @@ from t2t_keras.training.evaluation import Evaluator
 from t2t_keras.training.trainer import train
 
 # What transformer_tiny reaches on translate_number_words_en_de in STEPS steps
-# (batch 2048 tokens, seed 1): measured 0.957 per-token dev accuracy and 0.89
-# of 200 dev numbers translated exactly; the bounds leave a margin.
+# (batch 2048 tokens, seed 1; the session's trained_dir): measured 0.957
+# per-token dev accuracy and 0.89 of 200 dev numbers translated exactly; the
+# bounds leave a margin.
 PROBLEM = "translate_number_words_en_de"
 STEPS = 200
 MIN_ACCURACY = 0.90
@@ -42,37 +44,40 @@ def _train(data: Path, output_dir: Path, strategy=None, hparams=None, **config):
     )
 
 
-def test_transformer_tiny_learns_number_words(number_words_data: Path, tmp_path: Path) -> None:
-    result = _train(
-        number_words_data,
-        tmp_path,
-        train_steps=STEPS,
-        eval_bleu_examples=200,
-        save_checkpoints_steps=100,
-        average_checkpoints=2,
-    )
+def test_transformer_tiny_learns_number_words(
+    number_words_data: Path, trained_dir: Path, tmp_path: Path
+) -> None:
+    """The session's model (STEPS steps of t2t-trainer's loop, seed 1) has learned the task;
+    rerun on its output_dir, training averages its last checkpoints and trains nothing."""
+    output_dir = tmp_path / "train"
+    shutil.copytree(trained_dir, output_dir)
+    result = _train(number_words_data, output_dir, train_steps=STEPS, average_checkpoints=2)
     assert result.step == STEPS
-    assert result.eval["accuracy"] >= MIN_ACCURACY, result.eval
-    assert result.eval["exact_match"] >= MIN_EXACT_MATCH, result.eval
-    assert result.checkpoint == str(tmp_path / f"ckpt-{STEPS}")
+    assert result.checkpoint == str(output_dir / f"ckpt-{STEPS}")
     # output_dir is enough to rebuild the model: hparams, run, vocabulary, checkpoint.
-    run = json.loads((tmp_path / "run.json").read_text())
+    run = json.loads((output_dir / "run.json").read_text())
     assert run["problem"] == PROBLEM and run["model"] == "transformer"
-    assert (tmp_path / run["vocab"]["targets"]).is_file()
-    assert list(tmp_path.glob("events.out.tfevents.*")) and list((tmp_path / "eval").iterdir())
-    hparams = TransformerHParams.from_json((tmp_path / "hparams.json").read_text())
+    assert (output_dir / run["vocab"]["targets"]).is_file()
+    assert list(output_dir.glob("events.out.tfevents.*"))
+    hparams = TransformerHParams.from_json((output_dir / "hparams.json").read_text())
     model = build_model("transformer", hparams)
-    restore_model(model, tf.train.latest_checkpoint(str(tmp_path)))
+    restore_model(model, tf.train.latest_checkpoint(str(output_dir)))
     for ours, trained in zip(model.get_weights(), result.model.get_weights(), strict=True):
         np.testing.assert_array_equal(ours, trained)
     evaluator = Evaluator(
-        model, registry.problem(PROBLEM), str(number_words_data), hparams.batching()
-    )
-    assert evaluator.token_metrics()["accuracy"] == pytest.approx(result.eval["accuracy"])
+        model, registry.problem(PROBLEM), str(number_words_data), hparams.batching(),
+        bleu_examples=200,
+    )  # fmt: skip
+    metrics = evaluator()
+    assert metrics["accuracy"] >= MIN_ACCURACY, metrics
+    assert metrics["exact_match"] >= MIN_EXACT_MATCH, metrics
     # The last two checkpoints averaged beside them, as t2t-avg-checkpoints writes it.
-    assert result.averaged_checkpoint == str(tmp_path / "averaged" / f"ckpt-{STEPS}")
-    averaged = json.loads((tmp_path / "averaged" / "averaged.json").read_text())
-    assert averaged["checkpoints"] == [str(tmp_path / "ckpt-100"), str(tmp_path / "ckpt-200")]
+    assert result.averaged_checkpoint == str(output_dir / "averaged" / f"ckpt-{STEPS}")
+    averaged = json.loads((output_dir / "averaged" / "averaged.json").read_text())
+    assert averaged["checkpoints"] == [
+        str(output_dir / f"ckpt-{STEPS - 50}"),
+        str(output_dir / f"ckpt-{STEPS}"),
+    ]
 
 
 def test_averaging_more_checkpoints_than_kept_is_refused() -> None:
