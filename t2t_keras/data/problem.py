@@ -37,6 +37,10 @@ class Problem:
     # snake-case class name unless its body sets one.
     data_name: ClassVar[str] = "problem"
 
+    # The text kept beside the shards (`text_examples`) serves the reversed
+    # problem too, sides swapped: true where the reference is the target.
+    kept_text_reverses: ClassVar[bool] = False
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if "data_name" not in cls.__dict__:
@@ -118,9 +122,12 @@ class Problem:
         (`records.text_paths`), that text as the corpus had it (a parser's gold
         trees); otherwise the records decoded back to text. `count` < 0: all.
         """
-        if not self.was_reversed and records.has_text(data_dir, self.data_name, split):
+        reads_kept = not self.was_reversed or self.kept_text_reverses
+        if reads_kept and records.has_text(data_dir, self.data_name, split):
             kept = records.text_paths(data_dir, self.data_name, split)
             sources, references = (read_text_lines(path, f"{split} text") for path in kept)
+            if self.was_reversed:
+                sources, references = references, sources
             pairs = list(zip(sources, references, strict=True))
             return pairs if count < 0 else pairs[:count]
         encoders = self.feature_encoders(data_dir)

@@ -56,6 +56,7 @@ class TranslateProblem(Text2TextProblem):
     # Dev and test text kept as the corpus has it: decoding and evaluation
     # score raw sentences, as t2t-bleu does later.
     keep_text = True
+    kept_text_reverses = True
 
     def __init__(
         self, was_reversed: bool = False, data_source: str = AUTO, tfds_data_dir: str | None = None

@@ -86,6 +86,8 @@ def test_tfds_source_reads_a_prepared_dataset_and_is_recorded(
     # English in, German out, whatever order TFDS's supervised keys have (TFDS
     # shuffles the examples when it prepares a dataset).
     assert sorted(problem.text_examples(str(data_dir), "dev", -1)) == sorted(PAIRS["validation"])
+    backward = registry.problem("translate_ende_wmt8k_rev").text_examples(str(data_dir), "dev", -1)
+    assert sorted(backward) == sorted((de, en) for en, de in PAIRS["validation"])
     record = json.loads((data_dir / "translate_ende_wmt8k-source.json").read_text())
     assert record["source"] == "tfds"
     assert "wmt14_translate/de-en" in record["from"]
