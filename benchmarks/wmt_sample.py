@@ -22,13 +22,11 @@ Prints one JSON line.
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import shutil
 import statistics
 import sys
-import tarfile
 import tempfile
 import time
 from pathlib import Path
@@ -37,7 +35,7 @@ from absl import app, flags
 from one_device import budget, run_summary, train_without_evaluation
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from local_tfds import write_wmt14
+from local_tfds import write_archive, write_wmt14
 
 from t2t_keras import catalog, registry
 from t2t_keras.data import records
@@ -104,19 +102,7 @@ def write_archives(tmp_dir: Path, text: dict[str, dict[str, list[str]]]) -> None
         for index, corpus in enumerate(corpora):
             sides = text[ours[split]] if index == 0 else {"en": [], "de": []}
             members = {corpus.source: sides["en"], corpus.target: sides["de"]}
-            with tarfile.open(tmp_dir / corpus.archive_name, "w:gz") as tar:
-                for member, lines in members.items():
-                    if corpus.sgm:
-                        segments = "".join(
-                            f'<seg id="{i}">{line}</seg>\n' for i, line in enumerate(lines)
-                        )
-                        data = f'<refset>\n<doc docid="1">\n{segments}</doc>\n</refset>\n'
-                    else:
-                        data = "".join(f"{line}\n" for line in lines)
-                    encoded = data.encode("utf-8")
-                    info = tarfile.TarInfo(member)
-                    info.size = len(encoded)
-                    tar.addfile(info, io.BytesIO(encoded))
+            write_archive(tmp_dir / corpus.archive_name, members, corpus.sgm)
 
 
 def datagen_rates(root: Path, sources: dict[str, tuple]) -> tuple[str, dict[str, dict]]:

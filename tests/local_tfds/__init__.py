@@ -1,4 +1,5 @@
-"""A real tensorflow-datasets builder of wmt14_translate that reads local files.
+"""Local stand-ins for downloads: WMT-layout archives, and a real tensorflow-datasets
+builder of wmt14_translate that reads local files.
 
 It writes a dataset under the name, config and version of TFDS's own
 wmt14_translate/<xx>-en into a data directory, from plain-text files
@@ -11,6 +12,8 @@ package, as TFDS looks its builders' resources up by package.
 
 from __future__ import annotations
 
+import io
+import tarfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -56,3 +59,20 @@ class LocalWmt14(tfds.core.GeneratorBasedBuilder, skip_registration=True):
 def write_wmt14(corpus_dir: Path, data_dir: Path, pair: str = "de-en") -> None:
     """Prepares wmt14_translate/<pair> in TFDS's data_dir from corpus_dir's files."""
     LocalWmt14(corpus_dir=corpus_dir, data_dir=str(data_dir), config=pair).download_and_prepare()
+
+
+def write_archive(path: Path, members: dict[str, list[str]], sgm: bool = False) -> None:
+    """A .tgz holding each member's lines, one a line or as WMT SGML segments."""
+    with tarfile.open(path, "w:gz") as tar:
+        for name, lines in members.items():
+            if sgm:
+                segments = "".join(f'<seg id="{i}">{line}</seg>\n' for i, line in enumerate(lines))
+                text = (
+                    f'<refset setid="newstest2014">\n<doc docid="1">\n{segments}</doc>\n</refset>\n'
+                )
+            else:
+                text = "".join(f"{line}\n" for line in lines)
+            data = text.encode("utf-8")
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import io
 import os
-import tarfile
 from pathlib import Path
 
 import pytest
+from local_tfds import write_archive
 
 from t2t_keras import registry
 from t2t_keras.data import records
@@ -24,22 +23,6 @@ def sentences(count: int, language: str, offset: int) -> list[str]:
     return [f"{language} sentence {offset + i} über Straßen" for i in range(count)]
 
 
-def archive(path: Path, members: dict[str, list[str]], sgm: bool = False) -> None:
-    with tarfile.open(path, "w:gz") as tar:
-        for name, lines in members.items():
-            if sgm:
-                segments = "".join(f'<seg id="{i}">{line}</seg>\n' for i, line in enumerate(lines))
-                text = (
-                    f'<refset setid="newstest2014">\n<doc docid="1">\n{segments}</doc>\n</refset>\n'
-                )
-            else:
-                text = "".join(f"{line}\n" for line in lines)
-            data = text.encode("utf-8")
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-
-
 @pytest.fixture(scope="module")
 def wmt_tmp_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """tmp_dir as t2t-datagen leaves it after downloading the En-De archives."""
@@ -54,8 +37,8 @@ def wmt_tmp_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         english, german = sentences(count, "en", offset), sentences(count, "de", offset)
         if name.startswith("training-parallel-commoncrawl"):
             english[5] = ""  # Crawled data has blank sides; training skips them.
-        archive(tmp_dir / name, {pattern.format("en"): english, pattern.format("de"): german})
-    archive(
+        write_archive(tmp_dir / name, {pattern.format("en"): english, pattern.format("de"): german})
+    write_archive(
         tmp_dir / "test-full.tgz",
         {
             "test-full/newstest2014-deen-src.en.sgm": sentences(20, "en", 400),
