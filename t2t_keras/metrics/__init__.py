@@ -1,7 +1,6 @@
 """Scores of model outputs: BLEU in labelled conventions, EVALB's bracket F1 for parsing."""
 
 from t2t_keras.metrics.bleu import (
-    MOSES_LANGUAGES,
     BleuScore,
     bleu_scores,
     paper_bleu,
@@ -13,7 +12,6 @@ from t2t_keras.metrics.bleu import (
 from t2t_keras.metrics.evalb import EvalbSummary, score_lines
 
 __all__ = [
-    "MOSES_LANGUAGES",
     "BleuScore",
     "EvalbSummary",
     "bleu_scores",

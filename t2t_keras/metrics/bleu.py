@@ -18,10 +18,10 @@ a signature saying how it was computed:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from collections.abc import Sequence
 
-import sacremoses
 from sacrebleu.metrics import BLEU
 
 from t2t_keras.errors import UserError
@@ -36,11 +36,18 @@ _PAPER_LABEL = "BLEU (paper: Moses-tokenized {language}, compounds split, multi-
 _COMPOUND_HYPHEN = re.compile(r"(\S)-(\S)", re.ASCII)
 _COMPOUND_SPLIT = r"\1 ##AT##-##AT## \2"
 
-# tokenizer.perl has rules and abbreviation lists for these languages; any
-# other -l silently falls back to English, which a typo should not do here.
-MOSES_LANGUAGES = tuple(
-    sorted(set(sacremoses.corpus.NonbreakingPrefixes().available_langs.values()))
-)
+
+@functools.cache
+def moses_languages() -> tuple[str, ...]:
+    """The languages tokenizer.perl has rules and abbreviation lists for.
+
+    Any other -l silently falls back to English, which a typo should not do
+    here. sacremoses is imported on first use: it takes half a second, which
+    every t2t-trainer would otherwise pay at start-up.
+    """
+    import sacremoses
+
+    return tuple(sorted(set(sacremoses.corpus.NonbreakingPrefixes().available_langs.values())))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,7 +109,7 @@ def paper_bleu(
     Args:
       hypotheses: the system's outputs, one detokenized sentence each.
       references: the reference translations, aligned with hypotheses, detokenized.
-      language: the Moses tokenizer language (its -l), one of MOSES_LANGUAGES.
+      language: the Moses tokenizer language (its -l), one of moses_languages().
 
     Returns:
       The score; its signature is sacreBLEU's for the tokenized text, prefixed
@@ -148,6 +155,8 @@ def paper_tokenize(lines: Sequence[str], language: str = "en") -> list[str]:
     Raises:
       UserError: a language tokenizer.perl has no rules for.
     """
+    import sacremoses
+
     _check_language(language)
     tokenizer = sacremoses.MosesTokenizer(lang=language)
     # tokenizer.perl's defaults: escaping (no -no-escape), no aggressive
@@ -192,8 +201,8 @@ def _check_aligned(hypotheses: Sequence[str], references: Sequence[str]) -> None
 
 
 def _check_language(language: str) -> None:
-    if language not in MOSES_LANGUAGES:
+    if language not in moses_languages():
         raise UserError(
             f"Unknown Moses tokenizer language {language!r}: the paper's BLEU tokenizes with "
-            f"the rules of one of {', '.join(MOSES_LANGUAGES)}."
+            f"the rules of one of {', '.join(moses_languages())}."
         )
