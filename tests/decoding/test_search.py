@@ -1,4 +1,9 @@
-"""Greedy and beam search: against each other, exhaustive enumeration, and alpha."""
+"""Greedy and beam search: against each other, exhaustive enumeration, and alpha.
+
+The Decoders run uncompiled (jit_compile=False), since compiling each one
+costs seconds; that XLA decodes the same is checked by
+test_xla_on_and_off_decode_the_same and by the signature test.
+"""
 
 from __future__ import annotations
 
@@ -204,7 +209,7 @@ def test_xla_on_and_off_decode_the_same(model, beam_size: int) -> None:
 
 
 def test_n_best_lists_are_complete_and_sorted(model) -> None:
-    ids, scores = Decoder(model, beam_size=4, return_beams=True)(INPUTS)
+    ids, scores = Decoder(model, beam_size=4, return_beams=True, jit_compile=False)(INPUTS)
     assert ids.shape[:2] == (3, 4)
     assert np.all(np.isfinite(scores.numpy()))
     assert np.all(np.diff(scores.numpy(), axis=1) <= 0)
@@ -213,28 +218,27 @@ def test_n_best_lists_are_complete_and_sorted(model) -> None:
 
 
 def test_best_only_stops_early_with_the_same_best(model) -> None:
-    best_ids, best_scores = Decoder(model, beam_size=4)(INPUTS)
-    all_ids, all_scores = Decoder(model, beam_size=4, return_beams=True)(INPUTS)
+    best_ids, best_scores = Decoder(model, beam_size=4, jit_compile=False)(INPUTS)
+    all_ids, all_scores = Decoder(model, beam_size=4, return_beams=True, jit_compile=False)(INPUTS)
     assert best_ids.shape[:2] == (3, 1)
     np.testing.assert_array_equal(best_ids[:, 0], all_ids[:, 0])
     np.testing.assert_allclose(best_scores[:, 0], all_scores[:, 0], rtol=1e-6)
 
 
 def test_eos_only_input_decodes_to_a_valid_output(model) -> None:
-    ids, scores = Decoder(model, beam_size=2)(tf.constant([[EOS_ID]]))
+    ids, scores = Decoder(model, beam_size=2, jit_compile=False)(tf.constant([[EOS_ID]]))
     assert ids.shape[:2] == (1, 1)
     assert strip(ids[0, 0].numpy())[-1] == EOS_ID and np.isfinite(scores[0, 0])
 
 
 def test_too_long_inputs_are_truncated_with_a_warning(model, caplog) -> None:
-    too_long = tf.constant([[*range(3, 33), EOS_ID]])
+    long_row = [3 + i % 17 for i in range(30)] + [EOS_ID]  # 31 ids of the vocabulary of 20.
+    too_long = tf.constant([long_row])
     with caplog.at_level(logging.WARNING):
-        ids, _ = Decoder(model, beam_size=1)(too_long)
+        ids, _ = Decoder(model, beam_size=1, jit_compile=False)(too_long)
     assert "1 input(s) longer than max_length=24 tokens were truncated" in caplog.text
     assert ids.shape == (1, 1, 24)
-    truncated = Decoder(model)._truncate(
-        tf.constant([[*range(3, 33), EOS_ID], [5] * 20 + [1] + [0] * 10])
-    )
+    truncated = Decoder(model)._truncate(tf.constant([long_row, [5] * 20 + [1] + [0] * 10]))
     assert truncated.shape == (2, 24)
     assert truncated[0, -1] == EOS_ID and list(truncated[1]) == [5] * 20 + [1, 0, 0, 0]
 
@@ -248,7 +252,7 @@ def test_no_warning_when_only_padding_is_cut(model, caplog) -> None:
 @pytest.mark.parametrize("beam_size", [1, 3])
 def test_a_signature_of_unknown_shape_decodes_the_same(model, beam_size: int) -> None:
     """What a SavedModel serving signature needs: [None, None] inputs."""
-    decoder = Decoder(model, beam_size, extra_length=50)
+    decoder = Decoder(model, beam_size, extra_length=50, jit_compile=False)
     signature = [tf.TensorSpec([None, None], tf.int32)]
     traced = tf.function(decoder._search_ids, input_signature=signature, jit_compile=True)
     ids, scores = traced(INPUTS)
@@ -272,12 +276,14 @@ def test_a_non_empty_input_never_gives_an_empty_output(
     eos_first_model, beam_size: int, stopping: str
 ) -> None:
     inputs = tf.constant([[5, 6, 7, 1], [9, 1, 0, 0], [EOS_ID, 0, 0, 0]])
-    old = Decoder(eos_first_model, beam_size, min_length=0, stopping=stopping)(inputs)
+    old = Decoder(eos_first_model, beam_size, min_length=0, stopping=stopping, jit_compile=False)(
+        inputs
+    )
     assert [strip(row) for row in old[0][:, 0].numpy()] == [[EOS_ID]] * 3  # EOS first.
     for min_length in (1, 3):
-        ids, scores = Decoder(eos_first_model, beam_size, min_length=min_length, stopping=stopping)(
-            inputs
-        )
+        ids, scores = Decoder(
+            eos_first_model, beam_size, min_length=min_length, stopping=stopping, jit_compile=False
+        )(inputs)
         outputs = [strip(row) for row in ids[:, 0].numpy()]
         assert [len(output) - 1 for output in outputs[:2]] == [min_length] * 2
         assert outputs[2] == [EOS_ID]  # An empty input may still end at once.
@@ -285,7 +291,9 @@ def test_a_non_empty_input_never_gives_an_empty_output(
 
 
 def test_min_length_never_exceeds_the_length_limit(eos_first_model) -> None:
-    ids, _ = Decoder(eos_first_model, 2, extra_length=0, min_length=10)(tf.constant([[5, 6, 1]]))
+    ids, _ = Decoder(eos_first_model, 2, extra_length=0, min_length=10, jit_compile=False)(
+        tf.constant([[5, 6, 1]])
+    )
     assert len(strip(ids[0, 0].numpy())) - 1 == 3  # Input length + extra_length(0) wins.
 
 

@@ -122,13 +122,20 @@ def test_whole_step_compiled_with_xla_matches(one_replica: list[np.ndarray]) -> 
         np.testing.assert_allclose(ours, reference, atol=1e-5)
 
 
+SMALL_STEPS = replace(HPARAMS, learning_rate=0.01)
+
+
+@pytest.fixture(scope="module")
+def one_small_float32_step() -> list[np.ndarray]:
+    return _train_once(tf.distribute.OneDeviceStrategy("/cpu:0"), parts=1, hparams=SMALL_STEPS)
+
+
 @pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
-def test_mixed_precision_steps_train(policy: str, one_replica: list[np.ndarray]) -> None:
+def test_mixed_precision_steps_train(policy: str, one_small_float32_step: list[np.ndarray]) -> None:
     """Half-precision steps run, with float16's loss scale, and move the weights as float32 does."""
     strategy = tf.distribute.OneDeviceStrategy("/cpu:0")
-    hparams = replace(HPARAMS, learning_rate=0.01)
-    reference = _train_once(strategy, parts=1, hparams=hparams)
-    weights = _train_once(strategy, parts=1, hparams=hparams, dtype=policy)
+    reference = one_small_float32_step
+    weights = _train_once(strategy, parts=1, hparams=SMALL_STEPS, dtype=policy)
     initial = _initial_weights()
     for ours, full, start in zip(weights, reference, initial, strict=True):
         assert ours.dtype == np.float32  # Variables stay float32.
