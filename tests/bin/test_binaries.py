@@ -254,6 +254,7 @@ def test_trainer_generate_data_is_datagen(tmp_path: Path) -> None:
         "t2t-trainer",
         "--problem=algorithmic_reverse_decimal",
         "--hparams_set=transformer_tiny",
+        "--hparams=num_encoder_layers=1,num_decoder_layers=1",
         "--generate_data",
         f"--data_dir={data_dir}",
         f"--output_dir={tmp_path / 'train'}",

@@ -21,7 +21,10 @@ def main(data_dir: str, output_dir: str, weights_path: str, steps: str) -> None:
     result = train(
         registry.problem("translate_number_words_en_de"),
         "transformer",
-        registry.hparams("transformer_tiny"),
+        # Smaller than transformer_tiny: each worker traces a third less.
+        registry.hparams("transformer_tiny").override(
+            "num_encoder_layers=1,num_decoder_layers=1,d_model=32,d_ff=64,batch_size=1024"
+        ),
         data_dir,
         output_dir,
         strategy,

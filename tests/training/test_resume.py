@@ -30,6 +30,8 @@ def _trainer(data: Path, output_dir: Path, devices: int) -> list[str]:
         str(Path(sys.executable).parent / "t2t-trainer"),
         f"--problem={PROBLEM}",
         "--hparams_set=transformer_tiny",
+        # Smaller still: each process traces a third less.
+        "--hparams=num_encoder_layers=1,num_decoder_layers=1,d_model=32,d_ff=64,batch_size=1024",
         f"--data_dir={data}",
         f"--output_dir={output_dir}",
         f"--train_steps={STEPS}",

@@ -193,6 +193,7 @@ def test_a_second_trainer_is_refused_and_a_killed_one_leaves_no_stale_lock(
         str(Path(sys.executable).parent / "t2t-trainer"),
         f"--problem={PROBLEM}",
         "--hparams_set=transformer_tiny",
+        "--hparams=num_encoder_layers=1,num_decoder_layers=1",
         f"--data_dir={number_words_data}",
         f"--output_dir={tmp_path}",
         "--train_steps=1000000",
