@@ -12,6 +12,7 @@ as training text, newstest2013 as dev, and (the sample has no newstest2014)
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from pathlib import Path
@@ -110,6 +111,7 @@ def test_the_papers_recipe_runs_from_data_to_scored_newstest2014(tmp_path: Path)
     assert len(reference) == TEST_SENTENCES
     train = Path(ours["TRAIN"])
     for run in ("base", "big", "base_1gpu", "big_1gpu"):
+        assert json.loads((train / run / "run.json").read_text())["data_source"] == "local"
         assert (train / run / "averaged" / "run.json").exists(), run
     for run in ("base", "big"):
         translation = (train / f"{run}.newstest2014.de").read_text(encoding="utf-8")

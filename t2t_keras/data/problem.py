@@ -100,6 +100,12 @@ class Problem:
 
     # Reading the data.
 
+    def recorded_source(self, data_dir: str) -> str | None:
+        """Which source built data_dir's data, for problems with several
+        (TranslateProblem: "local", "tfds" or "archives"); None otherwise."""
+        del data_dir
+        return None
+
     def data_files(self, data_dir: str, split: str) -> list[str]:
         """The split's shards; a clear error if they are missing or incomplete."""
         matches = tf.io.gfile.glob(records.split_pattern(data_dir, self.data_name, split))

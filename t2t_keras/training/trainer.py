@@ -86,6 +86,8 @@ def train(
         run_files.check_resumable(output_dir, run, hparams)
         if hparams_set:
             run["hparams_set"] = hparams_set
+        if source := problem.recorded_source(data_dir):
+            run["data_source"] = source
         encoders = _check_data(problem, data_dir, config.skip_corrupt_records)
         hparams = _with_vocab_size(hparams, encoders)
         vocab_paths = {side: getattr(v, "model_path", "bytes") for side, v in encoders.items()}
