@@ -17,6 +17,7 @@ import tarfile
 import time
 import urllib.error
 import urllib.request
+import zlib
 from collections.abc import Iterator
 from typing import BinaryIO
 
@@ -124,10 +125,24 @@ def extract_member(archive_path: str, member: str, tmp_dir: str) -> str:
 
 
 def read_lines(path: str) -> Iterator[bytes]:
-    """Streams the raw lines of a text file, gunzipped when its name ends in .gz."""
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rb") as lines:
-        yield from lines
+    """Streams the raw lines of a text file, gunzipped when its name ends in .gz.
+
+    Raises:
+      UserError: a .gz file that is truncated or not gzip data.
+    """
+    if not path.endswith(".gz"):
+        with open(path, "rb") as lines:
+            yield from lines
+        return
+    try:
+        with gzip.open(path, "rb") as lines:
+            yield from lines
+    except (EOFError, gzip.BadGzipFile, zlib.error) as error:
+        raise UserError(
+            f"{path} cannot be gunzipped ({type(error).__name__}: {error}): it is truncated "
+            "or not gzip data. Compress it again with gzip, or give it uncompressed without "
+            "the .gz ending."
+        ) from None
 
 
 def decode_line(raw: bytes, path: str, line: int) -> str:

@@ -13,6 +13,7 @@ so memory stays bounded whatever the corpus size:
 from __future__ import annotations
 
 import dataclasses
+import errno
 import os
 import urllib.error
 import urllib.request
@@ -171,11 +172,19 @@ class TfdsTranslation:
                 _reach(self.download_url)
             builder.download_and_prepare()
         except Exception as error:  # TFDS's download errors have no common base.
+            if isinstance(error, OSError) and error.errno in _DISK_FULL:
+                raise UserError(
+                    f"tensorflow-datasets could not write {self.name} in {builder.data_dir} "
+                    f"({error}). Free space there, or choose another --tfds_data_dir."
+                ) from None
             reason = " ".join(str(error).split())[:300]
             raise UserError(
                 f"tensorflow-datasets could not prepare {self.name} in {builder.data_dir} "
                 f"({type(error).__name__}: {reason}). {self.help}"
             ) from None
+
+
+_DISK_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 
 def _reach(url: str, timeout_seconds: float = 15.0) -> None:

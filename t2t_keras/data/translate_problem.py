@@ -163,6 +163,13 @@ class TranslateProblem(Text2TextProblem):
     def generate_data(self, data_dir: str, tmp_dir: str) -> None:
         """As Text2TextProblem's, from the chosen source, which is recorded first."""
         self._chosen = self.choose_source(data_dir, tmp_dir)
+        if self._chosen == LOCAL and self.local_files is not None:
+            for path in self.local_files.paths(tmp_dir, "dev"):  # Before hours of train shards.
+                if not os.path.isfile(path):
+                    raise UserError(
+                        f"{path} is missing: the local source in --tmp_dir {tmp_dir} needs "
+                        f"{self.local_files.names()} (the test files are optional)."
+                    )
         record = {"source": self._chosen, "from": self._origin(tmp_dir)}
         print(f"{self.data_name}: reading the {record['source']} source ({record['from']}).")
         if self.recorded_source(data_dir) is None:
@@ -177,7 +184,8 @@ class TranslateProblem(Text2TextProblem):
 
     def _origin(self, tmp_dir: str) -> str:
         if self._chosen == TFDS and self.tfds_dataset is not None:
-            return f"tensorflow-datasets {self.tfds_dataset.name} in {self.tfds_data_dir or '~'}"
+            where = self.tfds_data_dir or "TFDS's default data dir"
+            return f"tensorflow-datasets {self.tfds_dataset.name} in {where}"
         return os.path.abspath(tmp_dir)
 
     def split_available(self, tmp_dir: str, split: str) -> bool:
@@ -225,8 +233,7 @@ class TranslateProblem(Text2TextProblem):
         kept = records.text_paths(data_dir, self.data_name, "test")
         stem = self.local_files.stems["test"]
         for path, language in zip(kept, self.local_files.languages, strict=True):
-            with open(path, "rb") as file:
-                text = file.read()
+            text = _read(path)
             copy = os.path.join(data_dir, f"{stem}.{language}")
             if not os.path.exists(copy):
                 write_atomically(text, copy)

@@ -82,12 +82,8 @@ def train(
         keras.utils.set_random_seed(config.random_seed)
     chief = is_chief(strategy)
     with output_dir_lock(output_dir, enabled=chief):
-        run = {"problem": problem.name, "model": model_name, "data_dir": os.path.abspath(data_dir)}
+        run = _run_record(problem, model_name, data_dir, hparams_set)
         run_files.check_resumable(output_dir, run, hparams)
-        if hparams_set:
-            run["hparams_set"] = hparams_set
-        if source := problem.recorded_source(data_dir):
-            run["data_source"] = source
         encoders = _check_data(problem, data_dir, config.skip_corrupt_records)
         hparams = _with_vocab_size(hparams, encoders)
         vocab_paths = {side: getattr(v, "model_path", "bytes") for side, v in encoders.items()}
@@ -107,11 +103,10 @@ def train(
         if at >= config.train_steps:
             result = _nothing_to_train(step.model, at, restored, output_dir, config)
             return _averaged(result, output_dir, config, chief)
+        evaluator = None
         if chief:
             sizes = {side: vocab.vocab_size for side, vocab in encoders.items()}
             run_files.write_run(output_dir, run, hparams, vocab_paths, sizes)
-        evaluator = None
-        if chief:
             evaluator = Evaluator(
                 step.model,
                 problem,
@@ -124,6 +119,18 @@ def train(
             )
         result = _loop(problem, hparams, data_dir, strategy, config, step, saver, evaluator, chief)
         return _averaged(result, output_dir, config, chief)
+
+
+def _run_record(
+    problem: Problem, model_name: str, data_dir: str, hparams_set: str | None
+) -> dict[str, str]:
+    """What run.json says of this training, besides its vocabularies."""
+    run = {"problem": problem.name, "model": model_name, "data_dir": os.path.abspath(data_dir)}
+    if hparams_set:
+        run["hparams_set"] = hparams_set
+    if source := problem.recorded_source(data_dir):
+        run["data_source"] = source
+    return run
 
 
 def _averaged(

@@ -81,6 +81,11 @@ def test_read_parallel_errors(tmp_path: Path) -> None:
         list(corpus.read_parallel(str(tmp_path / "a.en"), str(tmp_path / "a.de")))
     with pytest.raises(UserError, match=r"b\.de is missing"):
         list(corpus.read_parallel(str(tmp_path / "a.en"), str(tmp_path / "b.de")))
+    whole = gzip.compress(b"eins\nzwei\n" * 1000)
+    for name, damaged in (("cut.de.gz", whole[: len(whole) // 2]), ("plain.de.gz", b"eins\n")):
+        (tmp_path / name).write_bytes(damaged)
+        with pytest.raises(UserError, match=rf"{name} cannot be gunzipped .*truncated"):
+            list(corpus.read_parallel(str(tmp_path / "a.en"), str(tmp_path / name)))
 
 
 def test_read_sgm(tmp_path: Path) -> None:

@@ -102,6 +102,13 @@ def test_tfds_source_reads_a_prepared_dataset_and_is_recorded(
 def test_local_files_win_and_a_data_dir_never_mixes_sources(tfds_dir: Path, tmp_path: Path) -> None:
     data_dir, tmp_dir = tmp_path / "data", tmp_path / "tmp"
     local_corpus(tmp_dir, test=False)
+    # A dev file missing is said before any vocabulary or shard is made.
+    (tmp_dir / "newstest2013.de").rename(tmp_dir / "held_back")
+    result = datagen("translate_ende_wmt8k", data_dir, tmp_dir)
+    assert_user_error(result, "newstest2013.de is missing", "train.{en,de}, newstest2013")
+    assert not list(data_dir.glob("*translate_ende_wmt8k-train*"))
+    assert not list(data_dir.glob("vocab.*"))
+    (tmp_dir / "held_back").rename(tmp_dir / "newstest2013.de")
     result = datagen("translate_ende_wmt8k", data_dir, tmp_dir, f"--tfds_data_dir={tfds_dir}")
     assert result.returncode == 0, result.stderr
     problem = registry.problem("translate_ende_wmt8k")
