@@ -93,17 +93,20 @@ class LocalFiles:
         sides = ",".join(self.languages)
         return ", ".join(f"{stem}.{{{sides}}}" for stem in self.stems.values())
 
-    def pairs(self, tmp_dir: str, split: str) -> Iterator[Pair]:
-        """Streams the split's aligned lines; a missing file is an error naming the rest."""
-        source, target = self.paths(tmp_dir, split)
-        for path in (source, target):
+    def check(self, tmp_dir: str, split: str) -> None:
+        """Raises a UserError naming the split's missing file and the files expected."""
+        for path in self.paths(tmp_dir, split):
             if not os.path.isfile(path):
                 raise UserError(
                     f"{path} is missing. Plain-text corpora in --tmp_dir {tmp_dir} are "
                     f"{self.names()}: one sentence a line, the two sides of a pair on the "
                     "same line number (gzipped files may end in .gz)."
                 )
-        yield from corpus.read_parallel(source, target)
+
+    def pairs(self, tmp_dir: str, split: str) -> Iterator[Pair]:
+        """Streams the split's aligned lines; a missing file is an error naming the rest."""
+        self.check(tmp_dir, split)
+        yield from corpus.read_parallel(*self.paths(tmp_dir, split))
 
 
 def _plain_or_gzipped(path: str) -> str:

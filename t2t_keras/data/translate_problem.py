@@ -164,12 +164,7 @@ class TranslateProblem(Text2TextProblem):
         """As Text2TextProblem's, from the chosen source, which is recorded first."""
         self._chosen = self.choose_source(data_dir, tmp_dir)
         if self._chosen == LOCAL and self.local_files is not None:
-            for path in self.local_files.paths(tmp_dir, "dev"):  # Before hours of train shards.
-                if not os.path.isfile(path):
-                    raise UserError(
-                        f"{path} is missing: the local source in --tmp_dir {tmp_dir} needs "
-                        f"{self.local_files.names()} (the test files are optional)."
-                    )
+            self.local_files.check(tmp_dir, "dev")  # Before hours of train shards.
         record = {"source": self._chosen, "from": self._origin(tmp_dir)}
         print(f"{self.data_name}: reading the {record['source']} source ({record['from']}).")
         if self.recorded_source(data_dir) is None:
