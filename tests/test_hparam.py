@@ -248,6 +248,31 @@ def test_untied_target_embeddings_need_separate_embeddings() -> None:
     ).shared_embeddings
 
 
+def test_a_target_vocabulary_of_its_own_size_needs_separate_embeddings() -> None:
+    with pytest.raises(HParamsError, match="target_vocab_size=70 is not valid") as refused:
+        TransformerHParams(vocab_size=16000, target_vocab_size=70)
+    assert "set shared_embeddings=false" in str(refused.value)
+    with pytest.raises(HParamsError, match="target_vocab_size=-1 is not valid"):
+        TransformerHParams(target_vocab_size=-1, shared_embeddings=False)
+    same = TransformerHParams(vocab_size=100, target_vocab_size=100)
+    assert same.targets_vocab_size() == 100
+    own = TransformerHParams().override(
+        "vocab_size=16000,target_vocab_size=70,shared_embeddings=false"
+    )
+    assert (own.vocab_size, own.targets_vocab_size()) == (16000, 70)
+    assert "target_vocab_size" in TransformerHParams.shape_fields
+
+
+def test_hparams_json_without_target_vocab_size_means_what_it_meant() -> None:
+    # hparams.json written before the field existed: 0, so the targets take vocab_size.
+    old = TransformerHParams(vocab_size=300, shared_embeddings=False).values()
+    del old["target_vocab_size"]
+    loaded = TransformerHParams.from_json(json.dumps(old))
+    assert loaded.target_vocab_size == 0 and loaded.targets_vocab_size() == 300
+    for name in registry.list_hparams():
+        assert registry.hparams(name).target_vocab_size == 0, name
+
+
 def test_a_subclass_must_be_a_frozen_dataclass_with_defaults() -> None:
     class NotADataclass(HParams):
         size: int = 1

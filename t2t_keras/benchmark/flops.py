@@ -3,7 +3,7 @@
 Counted: every matrix multiplication (2 FLOPs per multiply-add), namely the
 attention projections W^Q, W^K, W^V, W^O, the attention scores Q K^T and their
 weighted sum of V, the feed-forward block, and the pre-softmax projection onto
-the vocabulary. Not counted: embeddings (a lookup), softmax, layer norm,
+the target vocabulary. Not counted: embeddings (a lookup), softmax, layer norm,
 biases, dropout, the loss, the optimizer update; all are linear in the
 tokens and small beside the products.
 
@@ -53,7 +53,7 @@ def forward_flops(
     per_sentence = (
         hparams.num_encoder_layers * encoder_token * source_length
         + hparams.num_decoder_layers * (decoder_token * target_length + cross_keys_values)
-        + hparams.d_model * hparams.vocab_size * target_length
+        + hparams.d_model * hparams.targets_vocab_size() * target_length
     )
     return 2.0 * batch * per_sentence
 
@@ -86,5 +86,7 @@ def decode_flops(
             + _attention_products(hparams, source_length)
             + feed_forward
         )
-        generated += hparams.num_decoder_layers * layer + hparams.d_model * hparams.vocab_size
+        generated += (
+            hparams.num_decoder_layers * layer + hparams.d_model * hparams.targets_vocab_size()
+        )
     return 2.0 * batch * (encoder + beams * generated)

@@ -132,7 +132,7 @@ def train(
     per_replica = max(1, batch_sentences // replicas)
     batch = {
         "inputs": random_ids(per_replica, source_length, hparams.vocab_size, seed=1),
-        "targets": random_ids(per_replica, target_length, hparams.vocab_size, seed=2),
+        "targets": random_ids(per_replica, target_length, hparams.targets_vocab_size(), seed=2),
     }
     dataset = tf.data.Dataset.from_tensors(batch).repeat()
     iterator = iter(strategy.distribute_datasets_from_function(lambda _: dataset))

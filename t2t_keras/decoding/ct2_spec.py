@@ -65,8 +65,9 @@ def model_spec(
 
     Args:
       model: a built Transformer with its trained weights.
-      vocabs: {"inputs", "targets"} vocabularies; each is written as
-        vocab_size pieces, ids beyond its own size as "<id N>".
+      vocabs: {"inputs", "targets"} vocabularies; each is written as its side's
+        embedding rows (vocab_size, targets_vocab_size()), ids beyond its own size
+        as "<id N>".
       position_table_length: rows of each position table written for a
         sinusoid model (learned tables keep their max_length rows); the
         longest sequence the exported model can read or write.
@@ -97,11 +98,11 @@ def model_spec(
     spec.config.bos_token = PAD_PIECE  # No BOS: the decoder starts from PAD.
     spec.config.decoder_start_token = PAD_PIECE
     spec.config.layer_norm_epsilon = hparams.layer_norm_epsilon
-    for side, register in (
-        ("inputs", spec.register_source_vocabulary),
-        ("targets", spec.register_target_vocabulary),
+    for side, register, size in (
+        ("inputs", spec.register_source_vocabulary, hparams.vocab_size),
+        ("targets", spec.register_target_vocabulary, hparams.targets_vocab_size()),
     ):
-        register(vocabulary_pieces(vocabs[side], hparams.vocab_size))
+        register(vocabulary_pieces(vocabs[side], size))
     return spec
 
 

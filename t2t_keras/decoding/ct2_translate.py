@@ -49,6 +49,7 @@ from t2t_keras.decoding.ct2_spec import PAD_PIECE, vocabulary_pieces
 from t2t_keras.decoding.decode_hparams import DecodeHParams
 from t2t_keras.decoding.translate import SentenceTranslator, Translation
 from t2t_keras.errors import UserError
+from t2t_keras.models.transformer_hparams import TransformerHParams
 from t2t_keras.run.loading import load_vocabs
 
 # CTranslate2's length_penalty: at 0 it stops as soon as its top beam has
@@ -88,12 +89,13 @@ class CTranslate2Translator(SentenceTranslator):
         _, _, self._extra_length = self.hparams.beam_alpha_extra_length()
         self.vocabs = load_vocabs(model_dir, self.info["run"])
         self.max_length = int(self.info["max_length"])
-        vocab_size = int(self.info["hparams"]["vocab_size"])
-        self._target_ids = {
-            piece: i
-            for i, piece in enumerate(vocabulary_pieces(self.vocabs["targets"], vocab_size))
-        }
-        self._source_pieces = vocabulary_pieces(self.vocabs["inputs"], vocab_size)
+        # The pieces ct2_spec registered: each side as many as its embedding's rows.
+        model_hparams = TransformerHParams(**self.info["hparams"])
+        target_pieces = vocabulary_pieces(
+            self.vocabs["targets"], model_hparams.targets_vocab_size()
+        )
+        self._target_ids = {piece: i for i, piece in enumerate(target_pieces)}
+        self._source_pieces = vocabulary_pieces(self.vocabs["inputs"], model_hparams.vocab_size)
         try:
             self.translator = ctranslate2.Translator(
                 model_dir,

@@ -21,13 +21,17 @@ def count_params(
     Args:
       hparams: the model's hparams.
       vocab_size: source vocabulary size; defaults to `hparams.vocab_size`.
-      target_vocab_size: target vocabulary size; defaults to `vocab_size`.
+      target_vocab_size: target vocabulary size; defaults to
+        `hparams.target_vocab_size` without shared embeddings, else (or when
+        that is 0) to the source size.
 
     Returns:
       The number of trainable weights.
     """
     source_vocab = vocab_size or hparams.vocab_size
-    target_vocab = target_vocab_size or source_vocab
+    # hparams.targets_vocab_size() with vocab_size=source_vocab: a shared matrix has one size.
+    own_target = 0 if hparams.shared_embeddings else hparams.target_vocab_size
+    target_vocab = target_vocab_size or own_target or source_vocab
     if source_vocab < 1:
         raise UserError(
             "count_params needs a vocabulary size: pass vocab_size or set "

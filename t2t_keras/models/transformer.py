@@ -24,7 +24,7 @@ from t2t_keras.models.transformer_hparams import TransformerHParams
 # {"layer_i": the self-attention cache of decoder layer i, "ancestors": [B, K, L]
 # int32, the beam whose cache slot holds each position of each beam's history}
 DecodingState = dict[str, Any]
-# state, index, ids [B * K], parents [B * K] or None -> (logits [B * K, vocab]
+# state, index, ids [B * K], parents [B * K] or None -> (logits [B * K, V]
 # float32, new state); see `Transformer.start_decoding`.
 StepFunction = Callable[
     [DecodingState, tf.Tensor, tf.Tensor, tf.Tensor | None], tuple[tf.Tensor, DecodingState]
@@ -71,18 +71,22 @@ class Transformer(keras.Model):
     def _build_embeddings(self) -> None:
         """Token embeddings (one matrix, two or three), position tables, embedding dropout."""
         hparams, policy = self.hparams, self.dtype_policy
-        vocab, d_model = hparams.vocab_size, hparams.d_model
-        self.source_embedding = ScaledEmbedding(vocab, d_model, dtype=policy, name="embedding")
+        d_model = hparams.d_model
+        self.source_embedding = ScaledEmbedding(
+            hparams.vocab_size, d_model, dtype=policy, name="embedding"
+        )
         self.target_embedding = self.source_embedding
         self.softmax_weights = self.source_embedding
         if not hparams.shared_embeddings:
+            # The target side has its own size: a parser's ~70 symbols need no 16k-way softmax.
+            target_vocab = hparams.targets_vocab_size()
             self.target_embedding = ScaledEmbedding(
-                vocab, d_model, dtype=policy, name="target_embedding"
+                target_vocab, d_model, dtype=policy, name="target_embedding"
             )
             self.softmax_weights = self.target_embedding
             if not hparams.tie_target_embeddings:
                 self.softmax_weights = ScaledEmbedding(
-                    vocab, d_model, dtype=policy, name="softmax_weights"
+                    target_vocab, d_model, dtype=policy, name="softmax_weights"
                 )
         self.position_tables = None
         if hparams.position_encoding == "learned":
@@ -128,7 +132,7 @@ class Transformer(keras.Model):
     # Training and scoring.
 
     def call(self, features: dict[str, tf.Tensor], training: bool = False) -> tf.Tensor:
-        """{"inputs": [B, S], "targets": [B, T]} int ids -> [B, T, vocab] float32 logits."""
+        """{"inputs": [B, S], "targets": [B, T]} ids -> [B, T, V] float32 logits, V the targets' size."""
         memory, memory_bias = self.encode(features["inputs"], training=training)
         return self.decode(features["targets"], memory, memory_bias, training=training)
 
@@ -144,7 +148,7 @@ class Transformer(keras.Model):
         memory_bias: tf.Tensor,
         training: bool = False,
     ) -> tf.Tensor:
-        """Teacher-forced decoder: targets [B, T] -> logits [B, T, vocab] float32."""
+        """Teacher-forced decoder: targets [B, T] -> logits [B, T, V] float32."""
         x, _ = self._decoder_stack(targets, memory, memory_bias, training, with_weights=False)
         return self._logits(x)
 
@@ -241,7 +245,7 @@ class Transformer(keras.Model):
 
         Returns:
           (state, step). `step(state, index, ids [B * K], parents)` returns
-          (logits [B * K, vocab] float32, new state) for position `index`,
+          (logits [B * K, V] float32, new state) for position `index`,
           where ids are the tokens at index - 1 and parents [B * K] int32 the
           row each beam continues (beam search's reordering; None: each row
           continues itself). Nothing of size L is copied to reorder beams:

@@ -21,6 +21,7 @@ class TransformerHParams(HParams):
     # The fields that set the weights' shapes: a checkpoint resumes only with the same.
     shape_fields: ClassVar[tuple[str, ...]] = (
         "vocab_size",
+        "target_vocab_size",
         "num_encoder_layers",
         "num_decoder_layers",
         "d_model",
@@ -38,6 +39,8 @@ class TransformerHParams(HParams):
 
     # Subword vocabulary size; 0 = take the problem's vocabulary size.
     vocab_size: int = 0
+    # Target vocabulary size when embeddings are not shared; 0 = vocab_size.
+    target_vocab_size: int = 0
     # N, the number of identical layers in the encoder stack.
     num_encoder_layers: int = 6
     # N, the number of identical layers in the decoder stack.
@@ -133,6 +136,10 @@ class TransformerHParams(HParams):
             length_bucket_step=self.length_bucket_step,
         )
 
+    def targets_vocab_size(self) -> int:
+        """The target embedding's and the softmax's rows: the width of the logits."""
+        return self.target_vocab_size or self.vocab_size
+
     def ignored_fields(self) -> dict[str, str]:
         """Adam's settings under Adafactor, warmup under a constant learning rate."""
         ignored = {}
@@ -160,6 +167,12 @@ class TransformerHParams(HParams):
             "true when shared_embeddings=true (one matrix serves all three uses)",
         )
         self.require(
+            not self.shared_embeddings or self.target_vocab_size in (0, self.vocab_size),
+            "target_vocab_size",
+            "0 or vocab_size when shared_embeddings=true (one matrix serves both "
+            "vocabularies); set shared_embeddings=false for a target vocabulary of its own size",
+        )
+        self.require(
             self.learning_rate_schedule == "constant" or self.warmup_steps >= 1,
             "warmup_steps",
             "at least 1 unless learning_rate_schedule=constant",
@@ -180,7 +193,14 @@ _AT_LEAST_ONE = (
     "min_length_bucket",
     "beam_size",
 )
-_NON_NEGATIVE = ("vocab_size", "warmup_steps", "clip_gradient_norm", "alpha", "extra_length")
+_NON_NEGATIVE = (
+    "vocab_size",
+    "target_vocab_size",
+    "warmup_steps",
+    "clip_gradient_norm",
+    "alpha",
+    "extra_length",
+)
 _PROBABILITIES = (
     "dropout",
     "embedding_dropout",

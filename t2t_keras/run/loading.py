@@ -186,18 +186,23 @@ def load_trained(
 def _check_vocab_sizes(
     vocabs: dict[str, Vocabulary], run: dict[str, Any], hparams: HParams, directory: str
 ) -> None:
-    """Each vocabulary has the size it was trained with, and no more ids than the model."""
-    model_size = getattr(hparams, "vocab_size", 0)
+    """Each vocabulary has the size it was trained with, and no more ids than its side's."""
+    # Another model class may have no vocabulary sizes: nothing to check against then.
+    model_sizes = {
+        "inputs": getattr(hparams, "vocab_size", 0),
+        "targets": getattr(hparams, "targets_vocab_size", lambda: 0)(),
+    }
     recorded = run.get("vocab_sizes", {})
     for side, vocab in vocabs.items():
         expected = recorded.get(side)
+        model_size = model_sizes.get(side, 0)
         too_many = model_size and vocab.vocab_size > model_size
         if too_many or (expected and vocab.vocab_size != expected):
             trained = f"{expected} ids ({run_files.RUN_FILE})" if expected else "fewer"
             raise UserError(
                 f"the {side} vocabulary {run['vocab'][side]} in {directory} has "
                 f"{vocab.vocab_size} ids, but the model was trained with {trained} and has "
-                f"vocab_size={model_size} ({run_files.HPARAMS_FILE}): it is not the vocabulary "
+                f"{model_size} {side} ids ({run_files.HPARAMS_FILE}): it is not the vocabulary "
                 "trained with. Copy that one back from the problem's data_dir."
             )
 

@@ -107,24 +107,39 @@ def check_resumable(output_dir: str, run: dict[str, Any], hparams: HParams) -> N
         logging.info("Resuming with changed hparams: %s.", ", ".join(others))
 
 
-def check_vocabularies(output_dir: str, vocab_paths: dict[str, str], vocab_size: int) -> None:
+def trained_hparams(output_dir: str) -> dict[str, Any]:
+    """hparams.json of the checkpoints in output_dir; {} when there are none to resume."""
+    hparams_path = os.path.join(output_dir, HPARAMS_FILE)
+    if not _has_checkpoints(output_dir) or not tf.io.gfile.exists(hparams_path):
+        return {}
+    return read_json(hparams_path)
+
+
+def check_vocabularies(output_dir: str, vocab_paths: dict[str, str], hparams: HParams) -> None:
     """On resume, refuses vocabularies other than those the checkpoints were trained with.
 
     Args:
       output_dir: the training directory.
       vocab_paths: side -> the data_dir's vocabulary file, or "bytes".
-      vocab_size: the model's vocab_size this run would train with.
+      hparams: the hparams this run would train with, their sizes taken from the vocabularies.
     """
     if not _has_checkpoints(output_dir):
         return
-    hparams_path = os.path.join(output_dir, HPARAMS_FILE)
-    saved = read_json(hparams_path).get("vocab_size") if tf.io.gfile.exists(hparams_path) else None
-    if saved and saved != vocab_size:
+    saved, new = trained_hparams(output_dir), hparams.values()
+    # target_vocab_size is absent from hparams.json written before it existed: 0, its default.
+    changed = [
+        name
+        for name in ("vocab_size", "target_vocab_size")
+        if saved and name in new and saved.get(name, 0) != new[name]
+    ]
+    if changed:
+        now = ", ".join(f"{name}={new[name]}" for name in changed)
+        then = ", ".join(f"{name}={saved.get(name, 0)}" for name in changed)
         raise UserError(
-            f"the vocabularies in data_dir give the model vocab_size={vocab_size}, but the "
-            f"checkpoints in {output_dir} were trained with vocab_size={saved} ({hparams_path}): "
-            "the data was regenerated with another vocabulary. Point --data_dir at the data "
-            "trained on, or choose another --output_dir to train afresh."
+            f"the vocabularies in data_dir give the model {now}, but the checkpoints in "
+            f"{output_dir} were trained with {then} ({output_dir}/{HPARAMS_FILE}): the data "
+            "was regenerated with another vocabulary. Point --data_dir at the data trained on, "
+            "or choose another --output_dir to train afresh."
         )
     recorded = (read_run(output_dir) or {}).get("vocab", {})
     for side, path in vocab_paths.items():

@@ -68,7 +68,8 @@ def train(
     Args:
       problem: the registered problem whose shards are in data_dir.
       model_name: the registered model, e.g. "transformer".
-      hparams: the model's hparams; vocab_size 0 takes the problem's.
+      hparams: the model's hparams; vocab_size and target_vocab_size 0 take the
+        problem's (without shared embeddings, each side its own).
       data_dir: where t2t-datagen wrote the problem.
       output_dir: checkpoints, hparams.json, run.json, vocabularies, summaries.
       strategy: from `make_strategy`.
@@ -85,9 +86,9 @@ def train(
         run = _run_record(problem, model_name, data_dir, hparams_set)
         run_files.check_resumable(output_dir, run, hparams)
         encoders = _check_data(problem, data_dir, config.skip_corrupt_records)
-        hparams = _with_vocab_size(hparams, encoders)
+        hparams = _with_vocab_size(hparams, encoders, run_files.trained_hparams(output_dir))
         vocab_paths = {side: getattr(v, "model_path", "bytes") for side, v in encoders.items()}
-        run_files.check_vocabularies(output_dir, vocab_paths, hparams.vocab_size)
+        run_files.check_vocabularies(output_dir, vocab_paths, hparams)
         step = build_train_step(model_name, hparams, strategy, config)
         saver = CheckpointSaver(
             make_checkpoint(step.model, step.optimizer, seed_states=True),
@@ -296,17 +297,50 @@ def _check_data(problem: Problem, data_dir: str, skip_corrupt: bool) -> dict[str
 
 
 def _with_vocab_size(
-    hparams: TransformerHParams, encoders: dict[str, Vocabulary]
+    hparams: TransformerHParams, encoders: dict[str, Vocabulary], trained: dict[str, Any]
 ) -> TransformerHParams:
-    size = max(encoder.vocab_size for encoder in encoders.values())
+    """Fills the vocabulary sizes left at 0 from the problem's; refuses sizes too small.
+
+    Args:
+      hparams: as given; vocab_size and target_vocab_size 0 take the problem's.
+      encoders: the problem's {"inputs", "targets"} vocabularies.
+      trained: hparams.json of the checkpoints being resumed; {} for a fresh run.
+    """
+    sources, targets = encoders["inputs"].vocab_size, encoders["targets"].vocab_size
     if hparams.vocab_size == 0:
-        return dataclasses.replace(hparams, vocab_size=size)
-    if hparams.vocab_size < size:
-        raise UserError(
-            f"hparams vocab_size={hparams.vocab_size} is smaller than the problem's "
-            f"vocabulary of {size} ids; leave vocab_size at 0 to take the problem's."
+        vocab_size, target_vocab_size = _problem_sizes(hparams, sources, targets, trained)
+        hparams = dataclasses.replace(
+            hparams, vocab_size=vocab_size, target_vocab_size=target_vocab_size
         )
+    # target_vocab_size 0 gives the targets vocab_size: name the field that set the size.
+    target_field = "target_vocab_size" if hparams.target_vocab_size else "vocab_size"
+    for name, model_size, side, size in (
+        ("vocab_size", hparams.vocab_size, "inputs", sources),
+        (target_field, hparams.targets_vocab_size(), "targets", targets),
+    ):
+        if model_size < size:
+            raise UserError(
+                f"hparams {name}={model_size} is smaller than the problem's {side} "
+                f"vocabulary of {size} ids; leave vocab_size and target_vocab_size at 0 "
+                "to take the problem's."
+            )
     return hparams
+
+
+def _problem_sizes(
+    hparams: TransformerHParams, sources: int, targets: int, trained: dict[str, Any]
+) -> tuple[int, int]:
+    """(vocab_size, target_vocab_size) for hparams that leave vocab_size at 0."""
+    larger = max(sources, targets)
+    if hparams.shared_embeddings:  # One matrix: the larger vocabulary.
+        return larger, 0
+    if hparams.target_vocab_size:
+        return sources, hparams.target_vocab_size
+    if "target_vocab_size" not in trained and trained.get("vocab_size") == larger:
+        # Checkpoints from before target_vocab_size padded the targets to the larger
+        # vocabulary: resuming them keeps that shape.
+        return larger, 0
+    return sources, 0 if targets == sources else targets
 
 
 def _full_xla(config: TrainConfig, strategy: tf.distribute.Strategy) -> bool:

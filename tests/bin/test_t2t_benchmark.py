@@ -49,6 +49,16 @@ def test_train_and_decode_print_one_measurement(
     assert measurement["sentences_per_s"] == pytest.approx(sentences / measurement["step_time_s"])
 
 
+def test_a_target_vocabulary_of_its_own_size_trains() -> None:
+    # Random target ids stay below target_vocab_size, or the embedding lookup fails.
+    own = "--hparams=shared_embeddings=false,target_vocab_size=5"
+    shape = ["--batch_sentences=4", "--src_length=6", "--tgt_length=5"]
+    result = run_in_process("t2t-benchmark", "--mode=train", *TINY, *shape, own)
+    assert result.returncode == 0, result.stderr
+    (measurement,) = measurements(result.stdout)
+    assert measurement["mode"] == "train" and measurement["batch_sentences"] == 4
+
+
 def test_matmul_prints_fp32_and_bf16_rates_as_a_real_program() -> None:
     result = run("t2t-benchmark", "--mode=matmul", "--steps=2", "--matmul_size=256")
     assert result.returncode == 0, result.stderr
@@ -85,6 +95,10 @@ def test_flop_counts_by_hand() -> None:
     # Decoding 2 tokens with 2 beams: encoder and keys/values 456 + 96 once; per beam,
     # position 1: 64 + 32 + 8 + 24 + 64 + 40 = 232, position 2: 240. 552 + 2 * 472 = 1496.
     assert flops.decode_flops(SMALL, 1, 3, 2, 2) == 2 * 1496
+    # A target vocabulary of 3 words: the projection is 12 multiply-adds a token, not 40.
+    own_targets = SMALL.override("shared_embeddings=false,target_vocab_size=3")
+    assert flops.forward_flops(own_targets, 1, 3, 2) == 2 * (1032 - 2 * 28)
+    assert flops.decode_flops(own_targets, 1, 3, 2, 2) == 2 * (1496 - 2 * 2 * 28)
 
 
 def test_training_memory_stays_flat_from_step_10_to_50() -> None:

@@ -199,6 +199,10 @@ def test_pre_norm_model_with_two_vocabularies_decodes_the_same(
     trained, export_dir, sources = pre_norm
     vocabs = trained.vocabs
     assert vocabs["inputs"].vocab_size != vocabs["targets"].vocab_size
+    # Each side's embedding has its vocabulary's size, and so has each side of the export.
+    hparams = trained.model.hparams
+    assert hparams.vocab_size == vocabs["inputs"].vocab_size
+    assert hparams.targets_vocab_size() == vocabs["targets"].vocab_size
     info = read_info(export_dir)
     assert info["run"]["vocab"]["inputs"] != info["run"]["vocab"]["targets"]
     ours, theirs = both_runtimes(trained, export_dir, sources, beam_size=1)

@@ -87,3 +87,15 @@ def test_vocab_size_comes_from_hparams_or_argument() -> None:
         count_params(TransformerHParams())
     with pytest.raises(UserError, match="shared_embeddings=true needs one vocabulary"):
         count_params(TransformerHParams(), 100, 60)
+
+
+def test_target_vocab_size_comes_from_hparams_or_argument() -> None:
+    hparams = TransformerHParams(vocab_size=100, target_vocab_size=60, shared_embeddings=False)
+    assert count_params(hparams) == count_params(
+        TransformerHParams(shared_embeddings=False), 100, 60
+    )
+    assert count_params(hparams, 200) == count_params(hparams, 200, 60)
+    assert count_params(hparams, 100, 70) - count_params(hparams) == 10 * 512
+    # With one matrix target_vocab_size may only repeat vocab_size; the argument overrides both.
+    same = TransformerHParams(vocab_size=100, target_vocab_size=100)
+    assert count_params(same, 500) == count_params(TransformerHParams(), 500)

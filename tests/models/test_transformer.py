@@ -266,3 +266,54 @@ def test_inputs_longer_than_max_length_are_refused(model: Transformer) -> None:
 def test_vocab_size_is_required() -> None:
     with pytest.raises(UserError, match="needs hparams.vocab_size"):
         Transformer(dataclasses.replace(TINY, vocab_size=0))
+
+
+# A parser's shape in miniature: many source pieces, a few target symbols.
+OWN_TARGET_SIZE = dataclasses.replace(
+    TINY, vocab_size=50, target_vocab_size=7, shared_embeddings=False
+)
+WIDE_INPUTS = tf.constant([[45, 30, 12, 8, 1, 0], [49, 4, 1, 0, 0, 0]])
+
+
+@pytest.mark.parametrize("tied", [True, False])
+def test_a_target_vocabulary_of_its_own_size(tied: bool) -> None:
+    from t2t_keras.decoding import Decoder
+    from t2t_keras.training.loss import smoothed_cross_entropy_sum
+
+    hparams = dataclasses.replace(OWN_TARGET_SIZE, tie_target_embeddings=tied)
+    keras.utils.set_random_seed(1)
+    model = build(hparams, name="transformer")
+    embeddings = {w.path: tuple(w.shape) for w in model.weights if "embeddings" in w.path}
+    expected = {"transformer/embedding/embeddings": (50, 8)}
+    expected["transformer/target_embedding/embeddings"] = (7, 8)
+    if not tied:
+        expected["transformer/softmax_weights/embeddings"] = (7, 8)
+    assert embeddings == expected
+    assert model.count_params() == count_params(hparams)
+    assert logits(model, WIDE_INPUTS, TARGETS).shape == (2, 4, 7)
+
+    # One step of training moves the weights and keeps the loss finite.
+    optimizer = keras.optimizers.Adam(1e-2)
+    before = [w.numpy() for w in model.trainable_weights]
+    with tf.GradientTape() as tape:
+        output = model({"inputs": WIDE_INPUTS, "targets": TARGETS}, training=True)
+        loss, _ = smoothed_cross_entropy_sum(output, TARGETS, 0.1)
+    optimizer.apply(tape.gradient(loss, model.trainable_weights), model.trainable_weights)
+    assert np.isfinite(loss.numpy())
+    moved = [
+        not np.array_equal(b, w.numpy())
+        for b, w in zip(before, model.trainable_weights, strict=True)
+    ]
+    assert all(moved)
+
+    for beam_size in (1, 3):
+        ids, scores = Decoder(model, beam_size=beam_size, return_beams=True)(WIDE_INPUTS)
+        assert ids.shape[:2] == (2, beam_size) and np.all(np.isfinite(scores.numpy()))
+        assert int(tf.reduce_min(ids)) >= 0 and int(tf.reduce_max(ids)) < 7
+
+
+def test_target_vocab_size_zero_means_vocab_size() -> None:
+    unshared = TINY.override("shared_embeddings=false")
+    assert unshared.targets_vocab_size() == TINY.vocab_size == 12
+    assert build(unshared).target_embedding.embeddings.shape == (12, 8)
+    assert OWN_TARGET_SIZE.targets_vocab_size() == 7

@@ -19,7 +19,7 @@ from t2t_keras.run.weights import build_model, restore_model
 from t2t_keras.training import make_strategy
 from t2t_keras.training.config import TrainConfig
 from t2t_keras.training.evaluation import Evaluator
-from t2t_keras.training.trainer import train
+from t2t_keras.training.trainer import _with_vocab_size, train
 
 # What transformer_tiny reaches on translate_number_words_en_de in STEPS steps
 # (batch 2048 tokens, seed 1; the session's trained_dir): measured 0.957
@@ -138,3 +138,78 @@ def test_missing_data_names_the_command(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     with pytest.raises(UserError, match="no train shards"):
         _train(tmp_path / "empty", tmp_path / "out", train_steps=1)
+
+
+class _Sized:
+    """A vocabulary as _with_vocab_size sees it: its number of ids."""
+
+    def __init__(self, vocab_size: int) -> None:
+        self.vocab_size = vocab_size
+
+
+def _sizes(hparams: TransformerHParams, inputs: int, targets: int, trained=None) -> tuple:
+    encoders = {"inputs": _Sized(inputs), "targets": _Sized(targets)}
+    filled = _with_vocab_size(hparams, encoders, trained or {})  # type: ignore[arg-type]
+    return filled.vocab_size, filled.target_vocab_size
+
+
+def test_each_side_gets_its_vocabulary_size_without_shared_embeddings() -> None:
+    shared, unshared = TransformerHParams(), TransformerHParams(shared_embeddings=False)
+    assert _sizes(shared, 16000, 70) == (16000, 0)  # One matrix: the larger.
+    assert _sizes(shared, 70, 16000) == (16000, 0)
+    assert _sizes(unshared, 16000, 70) == (16000, 70)
+    assert _sizes(unshared, 70, 16000) == (70, 16000)
+    assert _sizes(unshared, 300, 300) == (300, 0)
+    # Sizes the user set are kept; a target size alone takes the inputs' for vocab_size.
+    assert _sizes(dataclasses.replace(unshared, vocab_size=20000), 16000, 70) == (20000, 0)
+    assert _sizes(dataclasses.replace(unshared, target_vocab_size=100), 16000, 70) == (16000, 100)
+    # Checkpoints from before target_vocab_size padded the targets to the larger size.
+    before = {"vocab_size": 16000, "shared_embeddings": False}
+    assert _sizes(unshared, 16000, 70, before) == (16000, 0)
+    assert _sizes(unshared, 16000, 70, {**before, "target_vocab_size": 70}) == (16000, 70)
+
+
+def test_sizes_smaller_than_a_vocabulary_are_refused_naming_both() -> None:
+    unshared = TransformerHParams(shared_embeddings=False)
+    small_source = dataclasses.replace(unshared, vocab_size=1000)
+    with pytest.raises(UserError, match="vocab_size=1000 is smaller than the problem's inputs vo"):
+        _sizes(small_source, 16000, 70)
+    small_target = dataclasses.replace(unshared, vocab_size=16000, target_vocab_size=50)
+    with pytest.raises(
+        UserError, match="target_vocab_size=50 is smaller than the problem's targets vocabulary"
+    ):
+        _sizes(small_target, 16000, 70)
+    with pytest.raises(UserError, match="vocab_size=1000 is smaller .* targets vocabulary of 2000"):
+        _sizes(TransformerHParams(vocab_size=1000), 500, 2000)
+
+
+def test_two_vocabularies_of_different_sizes_train_load_decode_and_resume(
+    pre_norm_trained_dir: Path, tmp_path: Path
+) -> None:
+    from t2t_keras.decoding import Decoder
+    from t2t_keras.run.loading import load_trained
+    from tests.conftest import NumberWordsTwoVocabularies
+
+    sizes = json.loads((pre_norm_trained_dir / "run.json").read_text())["vocab_sizes"]
+    assert sizes["inputs"] != sizes["targets"]
+    trained = load_trained(str(pre_norm_trained_dir), use_xla=False)
+    hparams = trained.hparams
+    assert isinstance(hparams, TransformerHParams)
+    assert (hparams.vocab_size, hparams.target_vocab_size) == (sizes["inputs"], sizes["targets"])
+    model = trained.model
+    assert model.source_embedding.embeddings.shape[0] == sizes["inputs"]
+    assert model.softmax_weights.embeddings.shape[0] == sizes["targets"]
+    inputs = tf.constant([[*trained.vocabs["inputs"].encode("three hundred and twelve"), 1]])
+    for beam_size in (1, 4):
+        ids, _ = Decoder(model, beam_size=beam_size)(inputs)
+        assert int(tf.reduce_max(ids)) < sizes["targets"]
+        assert trained.vocabs["targets"].decode(ids.numpy().reshape(-1).tolist())
+
+    output_dir = Path(shutil.copytree(pre_norm_trained_dir, tmp_path / "train"))
+    config = TrainConfig(train_steps=81, eval_steps=0, eval_every_steps=0, eval_bleu_examples=0)
+    same = dataclasses.replace(hparams, vocab_size=0, target_vocab_size=0)
+    data_dir = str(pre_norm_trained_dir.parent / "data")
+    strategy = make_strategy("one_device")
+    problem = NumberWordsTwoVocabularies()
+    result = train(problem, "transformer", same, data_dir, str(output_dir), strategy, config)
+    assert result.step == 81
