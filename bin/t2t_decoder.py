@@ -14,10 +14,12 @@ one. tensor2tensor's --problem, --model, --hparams_set, --hparams and
 Output has exactly one line per input line, in input order; empty input
 lines give empty output lines. Input must be UTF-8: invalid bytes are an
 error naming the line. Inputs longer than the model's max_length are cut to
-it (the count is logged). For parsing problems each output line is a PTB tree
-over exactly the input's words, repaired if the model's output was not one
-(`t2t_keras.data.tree_repair`; repairs are counted in the log), and scores
-are EVALB's against gold trees.
+it (the count is logged). For parsing problems the search writes only
+well-formed trees over the input's words (unless --decode_hparams sets
+tree_constraint=false; the CTranslate2 runtime cannot, and says so), each
+output line is a PTB tree over exactly the input's words, repaired if the
+model's output was not one (`t2t_keras.data.tree_repair`; repairs are counted
+in the log), and scores are EVALB's against gold trees.
 
 --runtime=ctranslate2 decodes the same way with a CTranslate2 export
 (t2t-exporter --export_format=ctranslate2), which needs neither the training
@@ -32,14 +34,12 @@ from typing import TYPE_CHECKING, Any
 
 from absl import flags, logging
 
-from t2t_keras import registry
 from t2t_keras.bin import common, trained_model
 from t2t_keras.decoding.decode_hparams import DecodeHParams
 from t2t_keras.errors import UserError
 from t2t_keras.files import make_writable_dir
 
 if TYPE_CHECKING:
-    from t2t_keras.data import Problem
     from t2t_keras.decoding.decode import Decoded
     from t2t_keras.decoding.translate import SentenceTranslator, Translator
     from t2t_keras.run.loading import TrainedModel
@@ -125,7 +125,7 @@ def main() -> int:
         run, stamp = trained.run, f"{trained.checkpoint}.index"
     from t2t_keras.decoding import decode
 
-    problem = _problem(run)
+    problem = trained_model.registered_problem(run)
     if FLAGS.decode_interactive:
         decode.decode_interactive(translator, problem=problem)
         return 0
@@ -179,7 +179,8 @@ def _translator(trained: TrainedModel, settings: DecodeHParams) -> Translator:
     from t2t_keras.decoding.translate import Translator
 
     _, jit_compile = common.xla_arguments()
-    translator = Translator(trained.model, trained.vocabs, settings, jit_compile)
+    tree_tokens = trained_model.tree_tokens(trained.run, trained.vocabs)
+    translator = Translator(trained.model, trained.vocabs, settings, jit_compile, tree_tokens)
     logging.info(
         "Decoding with %s (beam %d, alpha %s, extra length %d).",
         trained.checkpoint,
@@ -211,6 +212,12 @@ def _ctranslate2_translator(
     translator = CTranslate2Translator(
         model_dir, settings, FLAGS.ctranslate2_threads, FLAGS.ctranslate2_compute_type
     )
+    if settings.tree_constraint and trained_model.tree_tokens(info["run"], translator.vocabs):
+        logging.warning(
+            "The CTranslate2 runtime cannot constrain its search to trees "
+            "(decode_hparams tree_constraint): outputs that are not well-formed trees over "
+            "the input's words are repaired by the rules of t2t_keras/data/tree_repair.py."
+        )
     h = translator.hparams
     logging.info(
         "Decoding with the CTranslate2 export %s of %s (beam %d, alpha %s, extra length %d).",
@@ -228,7 +235,7 @@ def _ctranslate2_translator(
 def _decode_split(run: dict[str, Any], translator: SentenceTranslator) -> Decoded:
     from t2t_keras.decoding import decode
 
-    problem = _problem(run)
+    problem = trained_model.registered_problem(run)
     if problem is None:
         raise UserError(
             f"problem {run['problem']!r} of the training is not registered; "
@@ -238,13 +245,6 @@ def _decode_split(run: dict[str, Any], translator: SentenceTranslator) -> Decode
     return decode.decode_split(
         translator, problem, data_dir, FLAGS.decode_split, FLAGS.decode_to_file
     )
-
-
-def _problem(run: dict) -> Problem | None:
-    """The trained problem, or None if it is not registered."""
-    if run["problem"].removesuffix("_rev") not in registry.list_problems():
-        return None
-    return registry.problem(run["problem"])
 
 
 def _default_output(translator: SentenceTranslator, hparams_set: str | None) -> str:

@@ -11,7 +11,9 @@ SavedModel (the default): a new version directory --export_dir/<Unix time>;
 an existing version is never replaced. Its serving_default signature takes
 `inputs`, a batch of strings, and returns `outputs` (the translations) and
 `scores`; the tokenizer and the beam search are inside it, so serving needs
-TensorFlow and tensorflow_text only.
+TensorFlow and tensorflow_text only. A parser's outputs are the PTB trees
+t2t-decoder writes (its search constrained to trees, the trees built in the
+graph); a parser with --decode_hparams=tree_constraint=false is refused.
 
 CTranslate2: the model directory `ctranslate2.Translator` loads, with the
 SentencePiece model(s) and t2t_keras.json (problem, hparams, the search
@@ -94,7 +96,11 @@ def main() -> int:
     export_dir = FLAGS.export_dir or os.path.join(trained.run_dir, "export")
     _, jit_compile = common.xla_arguments()
     version_dir = export_translator(
-        trained, export_dir, settings.resolved(trained.hparams), jit_compile
+        trained,
+        export_dir,
+        settings.resolved(trained.hparams),
+        jit_compile,
+        trained_model.tree_tokens(trained.run, trained.vocabs),
     )
     print(version_dir)
     print(

@@ -17,10 +17,14 @@ from typing import TYPE_CHECKING, Any
 
 from absl import flags
 
+from t2t_keras import registry
 from t2t_keras.bin import common
 from t2t_keras.errors import UserError
 
 if TYPE_CHECKING:
+    from t2t_keras.data import Problem
+    from t2t_keras.data.tree_tokens import TreeTokens
+    from t2t_keras.data.vocab import Vocabulary
     from t2t_keras.decoding.decode_hparams import DecodeHParams
     from t2t_keras.hparam import HParams
     from t2t_keras.run.loading import TrainedModel
@@ -60,6 +64,19 @@ def decode_settings() -> DecodeHParams:
     from t2t_keras.decoding.decode_hparams import DecodeHParams
 
     return DecodeHParams().override(FLAGS.decode_hparams)
+
+
+def registered_problem(run: dict[str, Any]) -> Problem | None:
+    """The problem a model was trained on (run.json's), or None if it is not registered."""
+    if run["problem"].removesuffix("_rev") not in registry.list_problems():
+        return None
+    return registry.problem(run["problem"])
+
+
+def tree_tokens(run: dict[str, Any], vocabs: dict[str, Vocabulary]) -> TreeTokens | None:
+    """What constrains the search to trees: a parsing problem's tree symbols; else None."""
+    problem = registered_problem(run)
+    return problem.tree_constraint(vocabs) if problem is not None else None
 
 
 def load() -> TrainedModel:

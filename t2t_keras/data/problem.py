@@ -12,6 +12,7 @@ from absl import logging
 from t2t_keras import registry
 from t2t_keras.data import batching, records
 from t2t_keras.data.batching import BatchingConfig
+from t2t_keras.data.tree_tokens import TreeTokens
 from t2t_keras.data.vocab import Vocabulary
 from t2t_keras.errors import UserError
 from t2t_keras.files import read_text_lines
@@ -97,6 +98,11 @@ class Problem:
           outputs: the model's decoded output for each, aligned with sources.
         """
         return list(outputs)
+
+    def tree_constraint(self, vocabs: dict[str, Vocabulary]) -> TreeTokens | None:
+        """What constrains the search's outputs to trees (a parser's); None: nothing."""
+        del vocabs
+        return None
 
     # Reading the data.
 

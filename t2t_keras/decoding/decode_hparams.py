@@ -27,6 +27,7 @@ SEARCH_SETTINGS = (
     "return_beams",
     "min_length",
     "stopping",
+    "tree_constraint",
 )
 # The beam search's stopping rules (see `search.beam_search`); defined here, where
 # no TensorFlow is needed to check a --decode_hparams.
@@ -62,6 +63,7 @@ class DecodeHParams(HParams):
     extra_length: int | None = None  # output may exceed input by this many tokens; None = set's
     min_length: int = 1  # fewest output tokens for a non-empty input; 0 lets EOS come first
     stopping: str = "first_k"  # beam stops at K finished ("first_k") or when none can win
+    tree_constraint: bool = True  # parsing: only well-formed trees over the input's words
     batch_size: int = 32  # sentences decoded together (file decoding sorts them by length)
     return_beams: bool = False  # write every beam, tab-separated, best first
     write_beam_scores: bool = False  # append the score(s) after the output, tab-separated

@@ -8,8 +8,10 @@ import tensorflow as tf
 from absl import logging
 
 from t2t_keras.data.ids import EOS_ID, PAD_ID
+from t2t_keras.data.tree_tokens import TreeTokens
 from t2t_keras.decoding.decode_hparams import DecodeHParams
 from t2t_keras.decoding.search import beam_search, greedy_search
+from t2t_keras.decoding.tree_constraint import TreeConstraint
 from t2t_keras.models.transformer import Transformer
 
 
@@ -31,6 +33,9 @@ class Decoder(tf.Module):
         EOS alone may still give EOS alone); 0 lets EOS come first.
       stopping: beam search's stopping rule, "first_k" or "best_possible"
         (see `search`); beam_size 1 with "first_k" is greedy search.
+      tree_constraint: constrain outputs to trees when tree_tokens are given.
+      tree_tokens: the tree symbols of the vocabularies (a parsing problem's
+        `tree_constraint`; `tree_constraint.TreeConstraint`); None: no constraint.
       jit_compile: XLA-compile the search.
     """
 
@@ -44,6 +49,8 @@ class Decoder(tf.Module):
         return_beams: bool = False,
         min_length: int = 1,
         stopping: str = "first_k",
+        tree_constraint: bool = True,
+        tree_tokens: TreeTokens | None = None,
         jit_compile: bool = True,
     ) -> None:
         super().__init__()
@@ -56,6 +63,7 @@ class Decoder(tf.Module):
             return_beams=return_beams,
             min_length=min_length,
             stopping=stopping,
+            tree_constraint=tree_constraint,
         ).resolved(model.hparams)
         self.model = model
         self.beam_size, self.alpha, self.extra_length = settings.beam_alpha_extra_length()
@@ -64,6 +72,7 @@ class Decoder(tf.Module):
         self.num_returned = self.beam_size if return_beams else 1
         self.min_length = min_length
         self.stopping = stopping
+        self.tree_tokens = tree_tokens if tree_constraint else None
         # The compiled search itself, for rows already at most max_length long
         # (graphs of unknown shape, such as a SavedModel's, truncate beforehand).
         self.search = tf.function(self._search_ids, jit_compile=jit_compile)
@@ -107,6 +116,10 @@ class Decoder(tf.Module):
         decode_length, max_lengths = decode_limits(inputs, self.extra_length, self.max_length)
         min_lengths = minimum_lengths(inputs, self.min_length, max_lengths)
         state, step = self.model.start_decoding(inputs, decode_length, self.beam_size)
+        constraint = None
+        if self.tree_tokens is not None:
+            vocab_size = self.model.hparams.targets_vocab_size()  # The logits' width.
+            constraint = TreeConstraint(self.tree_tokens, vocab_size, inputs, max_lengths)
         if self.beam_size == 1 and self.stopping == "first_k":  # The same search, cheaper.
             return greedy_search(
                 step,
@@ -116,6 +129,7 @@ class Decoder(tf.Module):
                 self.alpha,
                 min_lengths,
                 self.length_penalty,
+                constraint,
             )
         return beam_search(
             step,
@@ -128,6 +142,7 @@ class Decoder(tf.Module):
             min_lengths,
             self.stopping,
             self.length_penalty,
+            constraint,
         )
 
 

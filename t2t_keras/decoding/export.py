@@ -8,6 +8,15 @@ the graph), the trained weights and the XLA-compiled beam search. Its
 SentencePiece vocabularies, `import tensorflow_text` to register the
 tokenizer ops.
 
+A parser's SavedModel (a problem with tree tokens, `Problem.tree_constraint`)
+searches under the tree constraint and returns in `outputs` the PTB trees
+t2t-decoder writes, "(TOP (S (NP (XX The) (XX cat)) (VP (XX sat)) (. .)))",
+over the words of each input (brackets escaped as -LRB- ...; "" for an
+input without words), built in the graph (`tree_strings`). A beam of
+return_beams that found no hypothesis (score -inf) is "", as t2t-decoder's
+empty column. Unconstrained outputs need the Python repair rules of
+`t2t_keras.data.tree_repair`, so tree_constraint=false is refused for a parser.
+
 Versions follow TF Serving's layout: `export_dir/<version>`, an integer that
 grows with every export (the Unix time in seconds, as tf.estimator's
 exporters wrote). A version is written under a hidden temporary name and
@@ -24,10 +33,12 @@ from collections.abc import Callable
 import tensorflow as tf
 
 from t2t_keras.data.ids import PAD_ID
+from t2t_keras.data.tree_tokens import TreeTokens
 from t2t_keras.data.vocab import Vocabulary
 from t2t_keras.decoding.decode_hparams import SEARCH_SETTINGS, DecodeHParams
 from t2t_keras.decoding.decoder import Decoder
 from t2t_keras.decoding.translate import encode_texts
+from t2t_keras.decoding.tree_strings import model_inputs, output_trees
 from t2t_keras.errors import UserError
 from t2t_keras.files import remove_abandoned, temporary_path_for
 from t2t_keras.run.loading import TrainedModel
@@ -35,6 +46,9 @@ from t2t_keras.run.loading import TrainedModel
 SIGNATURE = "serving_default"
 # The hidden name a version has while it is written (files.temporary_path_for).
 _WRITING = "export"
+# Scores at or below this are the search's -inf: hypotheses that never ended
+# (the bound Translator drops them by).
+_NOT_ENDED = -1e30
 
 
 def export_translator(
@@ -42,6 +56,7 @@ def export_translator(
     export_dir: str,
     settings: DecodeHParams | None = None,
     jit_compile: bool = True,
+    tree_tokens: TreeTokens | None = None,
 ) -> str:
     """Writes a SavedModel that translates strings into a new version of export_dir.
 
@@ -53,20 +68,30 @@ def export_translator(
         resolved; unset ones are filled in from the model's hparams by
         `DecodeHParams.resolved`. Settings of file decoding are refused.
       jit_compile: XLA-compile the beam search inside the SavedModel.
+      tree_tokens: the tree symbols of the vocabularies (a parsing problem's
+        `tree_constraint`): with settings.tree_constraint, the search writes
+        only well-formed trees over the input's words, and the SavedModel
+        returns PTB trees. None: no constraint, outputs as decoded.
 
     Returns:
       The version directory written, export_dir/<version>.
 
     Raises:
-      UserError: settings an exported model does not have, or an export_dir
-        that cannot be created or written.
+      UserError: settings an exported model does not have, a parser without
+        the tree constraint, or an export_dir that cannot be created or written.
     """
     settings = (settings or DecodeHParams()).resolved(trained.model.hparams)
     check_exportable(settings)
+    check_tree_constraint(settings, tree_tokens)
     export_dir = os.path.abspath(os.path.expanduser(export_dir))
     temporary_dir = _make_temporary_dir(export_dir)
     try:
-        decoder = Decoder(trained.model, **settings.search_settings(), jit_compile=jit_compile)
+        decoder = Decoder(
+            trained.model,
+            **settings.search_settings(),
+            tree_tokens=tree_tokens,
+            jit_compile=jit_compile,
+        )
         translator = ServingModule(decoder, trained.vocabs["inputs"], trained.vocabs["targets"])
         tf.saved_model.save(translator, temporary_dir, signatures={SIGNATURE: translator.translate})
         return _move_into_place(temporary_dir, export_dir)
@@ -85,6 +110,18 @@ def check_exportable(settings: DecodeHParams) -> None:
         )
 
 
+def check_tree_constraint(settings: DecodeHParams, tree_tokens: TreeTokens | None) -> None:
+    """Refuses a parser (tree_tokens given) exported with tree_constraint=false."""
+    if tree_tokens is not None and not settings.tree_constraint:
+        raise UserError(
+            "--decode_hparams sets tree_constraint=false, but this model is a parser: its "
+            "SavedModel returns PTB trees, which it builds in the graph only from the "
+            "well-formed trees of the constrained search (outputs of an unconstrained search "
+            "need t2t-decoder's Python repair rules). Drop tree_constraint=false; "
+            "t2t-decoder decodes without the constraint."
+        )
+
+
 class ServingModule(tf.Module):
     """What the SavedModel holds: vocabularies, weights and the `translate` function.
 
@@ -94,7 +131,8 @@ class ServingModule(tf.Module):
     Keras objects out of the SavedModel's object graph.
 
     Args:
-      decoder: the search, over a model with trained weights.
+      decoder: the search, over a model with trained weights; under the tree
+        constraint (its tree_tokens set) outputs are PTB trees.
       inputs_vocab: encodes the inputs.
       targets_vocab: decodes the outputs.
     """
@@ -115,34 +153,55 @@ class ServingModule(tf.Module):
 def _translate_function(
     decoder: Decoder, inputs_vocab: Vocabulary, targets_vocab: Vocabulary
 ) -> Callable[[tf.Tensor], dict[str, tf.Tensor]]:
-    """The serving computation: strings in, strings and scores out."""
+    """The serving computation: strings in, strings (or a parser's trees) and scores out."""
     # The compiled search itself: encode_texts has cut the rows to max_length.
     search = decoder.search
+    parses = decoder.tree_tokens is not None
 
-    def searched(ids: tf.Tensor) -> dict[str, tf.Tensor]:
+    def searched(inputs: tf.Tensor, ids: tf.Tensor) -> dict[str, tf.Tensor]:
         output_ids, scores = search(ids)  # [B, N, L], [B, N]
         if decoder.num_returned == 1:
-            return {"outputs": targets_vocab.tf_decode(output_ids[:, 0]), "scores": scores[:, 0]}
-        flat_ids = tf.reshape(output_ids, [-1, tf.shape(output_ids)[-1]])
-        outputs = tf.reshape(targets_vocab.tf_decode(flat_ids), tf.shape(scores))
+            outputs, scores = targets_vocab.tf_decode(output_ids[:, 0]), scores[:, 0]
+        else:
+            flat_ids = tf.reshape(output_ids, [-1, tf.shape(output_ids)[-1]])
+            outputs = tf.reshape(targets_vocab.tf_decode(flat_ids), tf.shape(scores))
+        if parses:
+            outputs = _trees(inputs, outputs, scores)
         return {"outputs": outputs, "scores": scores}
 
     def translate(inputs: tf.Tensor) -> dict[str, tf.Tensor]:
-        """[B] strings -> {"outputs": [B] strings, "scores": [B] float32} ([B, K] with beams).
+        """[B] strings -> {"outputs": [B] strings (a parser's: trees), "scores": [B] float32}
+        ([B, K] each with beams).
 
         Any bytes are taken (invalid UTF-8 too), and B may be 0.
         """
-        rows, _ = encode_texts(inputs_vocab, inputs, decoder.max_length)
+        # A parser reads its input's words with brackets escaped, as t2t-decoder's does.
+        texts = model_inputs(inputs) if parses else inputs
+        rows, _ = encode_texts(inputs_vocab, texts, decoder.max_length)
         ids = rows.to_tensor(default_value=PAD_ID)  # [B, S]: S the longest row.
         # The XLA-compiled search fails on an empty batch, which gets empty outputs.
         empty_shape = [0] if decoder.num_returned == 1 else [0, decoder.num_returned]
         return tf.cond(
             tf.shape(ids)[0] > 0,
-            lambda: searched(ids),
+            lambda: searched(inputs, ids),
             lambda: {"outputs": tf.fill(empty_shape, ""), "scores": tf.zeros(empty_shape)},
         )
 
     return translate
+
+
+def _trees(inputs: tf.Tensor, outputs: tf.Tensor, scores: tf.Tensor) -> tf.Tensor:
+    """The PTB trees t2t-decoder writes: inputs [B], outputs and scores [B] or [B, K].
+
+    A hypothesis that never ended (score -inf) is dropped by t2t-decoder: the
+    best one is then read as an empty output (the words under TOP), others as "".
+    """
+    ended = scores > _NOT_ENDED
+    trees = output_trees(inputs, tf.where(ended, outputs, ""))
+    if trees.shape.rank == 2:
+        best = tf.range(tf.shape(trees)[1]) == 0  # [K]
+        trees = tf.where(ended | best, trees, "")
+    return trees
 
 
 def _make_temporary_dir(export_dir: str) -> str:

@@ -32,6 +32,10 @@ size 1 exactly greedy search, at the price that a still-alive beam which
 could have scored better is not followed further. "best_possible"
 (tensor2tensor's) follows it: it also takes EOS extensions from all 2K
 candidates as finished, and stops a sentence only when nothing alive can win.
+
+Either search may be constrained to linearized parse trees (`constraint`, a
+`tree_constraint.TreeConstraint`): only the tokens it allows are taken, and
+it alone decides where EOS goes (the minimum length is not applied then).
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ import tensorflow as tf
 
 from t2t_keras.data.ids import EOS_ID, PAD_ID
 from t2t_keras.decoding.decode_hparams import LENGTH_PENALTIES, STOPPING_RULES
+from t2t_keras.decoding.tree_constraint import TreeConstraint, TreeState, reorder
 
 StepFunction = Callable[[Any, tf.Tensor, tf.Tensor, tf.Tensor | None], tuple[tf.Tensor, Any]]
 NEG_INF = float("-inf")
@@ -88,8 +93,9 @@ def greedy_search(
     alpha: float,
     min_lengths: tf.Tensor | None = None,
     penalty: str = "gnmt",
+    constraint: TreeConstraint | None = None,
 ) -> tuple[tf.Tensor, tf.Tensor]:
-    """The most probable token at every position.
+    """The most probable (allowed) token at every position.
 
     Args:
       step: the step function (B rows).
@@ -99,33 +105,34 @@ def greedy_search(
       alpha: length penalty exponent of the returned scores.
       min_lengths: [B] int32, each at most max_lengths; None = no minimum.
       penalty: the length penalty's form, "gnmt" or "length" (`length_penalty`).
+      constraint: what outputs must be (parse trees), or None.
 
     Returns:
       (ids [B, 1, L] int32 with EOS then PAD, scores [B, 1] float32).
     """
     batch = _batch_size(max_lengths)
 
-    def body(
-        index: tf.Tensor, ids: tf.Tensor, log_probs: tf.Tensor, finished: tf.Tensor, state: Any
-    ) -> tuple[Any, ...]:
+    def body(*loop_vars: Any) -> tuple[Any, ...]:
+        index, ids, log_probs, finished, state, tree = loop_vars
         previous = _previous_tokens(ids, index)
         logits, state = step(state, index, previous, None)
-        token_log_probs = allowed_log_probs(logits[:, tf.newaxis], index, max_lengths, min_lengths)[
-            :, 0
-        ]
+        token_log_probs = _masked_log_probs(
+            logits[:, tf.newaxis], index, max_lengths, min_lengths, constraint, tree
+        )[:, 0]
         tokens = tf.argmax(token_log_probs, axis=-1, output_type=tf.int32)
         tokens = tf.where(finished, PAD_ID, tokens)
         chosen = tf.gather(token_log_probs, tokens, batch_dims=1)
         log_probs += tf.where(finished, 0.0, chosen)
         ids += tf.one_hot(index, decode_length, dtype=ids.dtype) * tokens[:, tf.newaxis]
-        return index + 1, ids, log_probs, finished | (tokens == EOS_ID), state
+        if constraint is not None:
+            tree = constraint.advance(tree, tokens[:, tf.newaxis])
+        return index + 1, ids, log_probs, finished | (tokens == EOS_ID), state, tree
 
-    def keep_going(
-        index: tf.Tensor, ids: tf.Tensor, log_probs: tf.Tensor, finished: tf.Tensor, state: Any
-    ) -> tf.Tensor:
+    def keep_going(*loop_vars: Any) -> tf.Tensor:
+        index, finished = loop_vars[0], loop_vars[3]
         return tf.logical_and(index < decode_length, ~tf.reduce_all(finished))
 
-    _, ids, log_probs, _, _ = tf.while_loop(
+    _, ids, log_probs, _, _, _ = tf.while_loop(
         keep_going,
         body,
         (
@@ -134,6 +141,7 @@ def greedy_search(
             tf.zeros([batch]),
             tf.zeros([batch], tf.bool),
             state,
+            constraint.start(1) if constraint is not None else (),
         ),
     )
     lengths = tf.reduce_sum(tf.cast(ids != PAD_ID, tf.int32), axis=1)
@@ -152,8 +160,9 @@ def beam_search(
     min_lengths: tf.Tensor | None = None,
     stopping: str = "first_k",
     penalty: str = "gnmt",
+    constraint: TreeConstraint | None = None,
 ) -> tuple[tf.Tensor, tf.Tensor]:
-    """The best hypotheses per sentence under the length penalty.
+    """The best (allowed) hypotheses per sentence under the length penalty.
 
     Args:
       step: the step function (B * K rows, sentence-major).
@@ -167,6 +176,7 @@ def beam_search(
       min_lengths: [B] int32, each at most max_lengths; None = no minimum.
       stopping: "first_k" or "best_possible", when a sentence is done (above).
       penalty: the length penalty's form, "gnmt" or "length" (`length_penalty`).
+      constraint: what outputs must be (parse trees), or None.
 
     Returns:
       (ids [B, N, L] int32 with EOS then PAD, best first; scores [B, N]
@@ -181,14 +191,13 @@ def beam_search(
     first_beam_only = tf.concat([[0.0], tf.fill([beams - 1], NEG_INF)], axis=0)
 
     def body(*loop_vars: Any) -> tuple[Any, ...]:
-        index, alive_ids, alive_log_probs, finished_ids, finished_scores, done, parents, state = (
-            loop_vars
-        )
+        index, alive_ids, alive_log_probs, finished_ids, finished_scores, done = loop_vars[:6]
+        parents, state, tree = loop_vars[6:]
         previous = tf.reshape(_previous_tokens(alive_ids, index), [-1])
         logits, state = step(state, index, previous, parents)
         vocab = tf.shape(logits)[-1]
         logits = tf.reshape(logits, [batch, beams, vocab])
-        log_probs = allowed_log_probs(logits, index, max_lengths, min_lengths)
+        log_probs = _masked_log_probs(logits, index, max_lengths, min_lengths, constraint, tree)
         extended = tf.reshape(alive_log_probs[:, :, tf.newaxis] + log_probs, [batch, -1])
         top_log_probs, top_indices = tf.math.top_k(extended, k=2 * beams)  # [B, 2K]
         origins, tokens = top_indices // vocab, top_indices % vocab
@@ -207,9 +216,11 @@ def beam_search(
         # Alive: the best K extensions that did not end.
         alive_log_probs, kept = tf.math.top_k(tf.where(ends, NEG_INF, top_log_probs), k=beams)
         alive_ids = tf.gather(top_ids, kept, batch_dims=1)
-        parents = tf.reshape(
-            tf.range(batch)[:, tf.newaxis] * beams + tf.gather(origins, kept, batch_dims=1), [-1]
-        )
+        parent_beams = tf.gather(origins, kept, batch_dims=1)  # [B, K]
+        parents = tf.reshape(tf.range(batch)[:, tf.newaxis] * beams + parent_beams, [-1])
+        if constraint is not None:
+            kept_tokens = tf.gather(tokens, kept, batch_dims=1)
+            tree = constraint.advance(reorder(tree, parent_beams), kept_tokens)
         last_needed = finished_scores[:, num_returned - 1]
         done |= _sentence_done(
             index,
@@ -229,6 +240,7 @@ def beam_search(
             done,
             parents,
             state,
+            tree,
         )
 
     def keep_going(*loop_vars: Any) -> tf.Tensor:
@@ -247,9 +259,31 @@ def beam_search(
             tf.zeros([batch], tf.bool),
             tf.range(batch * beams),
             state,
+            constraint.start(beams) if constraint is not None else (),
         ),
     )
     return results[3][:, :num_returned], results[4][:, :num_returned]
+
+
+def _masked_log_probs(
+    logits: tf.Tensor,
+    index: tf.Tensor,
+    max_lengths: tf.Tensor,
+    min_lengths: tf.Tensor | None,
+    constraint: TreeConstraint | None,
+    tree: TreeState | tuple[()],
+) -> tf.Tensor:
+    """`allowed_log_probs` [B, K, V], and under a constraint only what it allows.
+
+    The constraint decides EOS: the minimum length would bar the EOS after a
+    short tree, the only token it allows there. EOS forced at max_lengths
+    agrees with it, since every tree it allows is complete by then.
+    """
+    if constraint is None:
+        return allowed_log_probs(logits, index, max_lengths, min_lengths)
+    assert isinstance(tree, TreeState)
+    log_probs = allowed_log_probs(logits, index, max_lengths, None)
+    return tf.where(constraint.allowed(tree, index), log_probs, NEG_INF)
 
 
 def _sentence_done(

@@ -26,6 +26,7 @@ import tensorflow as tf
 from absl import logging
 
 from t2t_keras.data.ids import EOS_ID, PAD_ID
+from t2t_keras.data.tree_tokens import TreeTokens
 from t2t_keras.data.vocab import Vocabulary
 from t2t_keras.decoding.decode_hparams import DecodeHParams
 from t2t_keras.decoding.decoder import Decoder
@@ -159,6 +160,9 @@ class Translator(SentenceTranslator):
         fills in unset ones from model.hparams; here it is applied again, which
         changes nothing for resolved settings).
       jit_compile: XLA-compile the search.
+      tree_tokens: the tree symbols of `vocabs` (`Problem.tree_constraint`: a
+        parsing problem's); with decode_hparams.tree_constraint, outputs are
+        then well-formed trees over exactly the input's words. None: no constraint.
     """
 
     def __init__(
@@ -167,11 +171,17 @@ class Translator(SentenceTranslator):
         vocabs: dict[str, Vocabulary],
         decode_hparams: DecodeHParams,
         jit_compile: bool = True,
+        tree_tokens: TreeTokens | None = None,
     ) -> None:
         self.hparams = decode_hparams.resolved(model.hparams)
         self.vocabs = vocabs
         self.max_length = model.hparams.max_length
-        self.decoder = Decoder(model, **self.hparams.search_settings(), jit_compile=jit_compile)
+        self.decoder = Decoder(
+            model,
+            **self.hparams.search_settings(),
+            tree_tokens=tree_tokens,
+            jit_compile=jit_compile,
+        )
 
     def _decode_batch(self, rows: list[list[int]], chunk: list[int]) -> list[Translation]:
         width = bucket_width(max(len(rows[i]) for i in chunk), self.max_length)

@@ -124,6 +124,12 @@ class Evaluator:
             self._sources = [source for source, _ in pairs]
             self._references = [target for _, target in pairs]
             encoders = self.problem.feature_encoders(self.data_dir)
-            self._translator = Translator(self.model, encoders, DecodeHParams(), self.jit_compile)
+            self._translator = Translator(
+                self.model,
+                encoders,
+                DecodeHParams(),
+                self.jit_compile,
+                self.problem.tree_constraint(encoders),
+            )
         translations = translate_lines(self._translator, self._sources, self.problem)
         return [translation.text for translation in translations]

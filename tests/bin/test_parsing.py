@@ -8,7 +8,7 @@ import itertools
 from pathlib import Path
 
 import pytest
-from binaries import run_in_process
+from binaries import assert_user_error, run_in_process
 
 from t2t_keras.data import trees
 
@@ -35,7 +35,7 @@ def parsing_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "t2t-trainer",
         "--problem=parsing_english_wsj16k",
         "--hparams_set=transformer_tiny",
-        "--hparams=extra_length=12",
+        "--hparams=extra_length=12,shared_embeddings=false",
         "--generate_data",
         f"--tmp_dir={root / 'tmp'}",
         f"--data_dir={root / 'data'}",
@@ -108,3 +108,66 @@ def test_interactive_parsing_prints_a_tree_per_line(parsing_run: Path) -> None:
     first, empty, end = result.stdout.split("\n")
     assert trees.parse_tree(first).words() == ["Mr.", "dog", "fell", "a", "mat", "."]
     assert (empty, end) == ("", "")
+
+
+def test_the_saved_model_of_a_parser_returns_the_decoders_trees(
+    parsing_run: Path, tmp_path: Path
+) -> None:
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  Registers the SentencePiece ops.
+
+    from t2t_keras.data.tree_tokens import tree_tokens
+    from t2t_keras.decoding.decode import translate_lines
+    from t2t_keras.decoding.decode_hparams import DecodeHParams
+    from t2t_keras.decoding.translate import Translator
+    from t2t_keras.registry import problem as registered_problem
+    from t2t_keras.run.loading import load_trained
+
+    trained = load_trained(str(parsing_run / "train"), use_xla=False)
+    long_line = " ".join(["cat"] * trained.hparams.max_length)  # Cut: words no XX takes.
+    sources = [
+        "The cat sat on the mat .",
+        "",
+        "He ( quietly ) rose up , '' market .",
+        "f(x)\u3000` dog ' s ' {mat} [ ]",
+        "\u20acuro \u2603 .",
+        "\ufeff",
+        long_line,
+    ]
+    result = run_in_process(
+        "t2t-exporter",
+        f"--output_dir={parsing_run / 'train'}",
+        f"--export_dir={tmp_path / 'export'}",
+        "--decode_hparams=beam_size=2,return_beams=true",
+        "--xla=off",
+    )
+    assert result.returncode == 0, result.stderr
+    serve = tf.saved_model.load(result.stdout.splitlines()[0]).signatures["serving_default"]
+    exported = serve(inputs=tf.constant(sources))["outputs"].numpy().tolist()
+
+    settings = DecodeHParams(beam_size=2, return_beams=True)
+    tables = tree_tokens(trained.vocabs)
+    translator = Translator(trained.model, trained.vocabs, settings, False, tables)
+    problem = registered_problem("parsing_english_wsj16k")
+    decoded = translate_lines(translator, sources, problem)
+    expected = [[*t.texts, *[""] * (2 - len(t.texts))] for t in decoded]
+    assert [[tree.decode() for tree in row] for row in exported] == expected
+    for source, (best, _) in zip(sources, expected, strict=True):
+        assert (best == "") == (source == "")
+        if best:
+            assert trees.parse_tree(best).words() == trees.escape_words(source)
+    assert "(XX -LRB-)" in expected[2][0] and "('' '')" in expected[2][0]
+
+
+def test_a_parser_is_not_exported_without_the_tree_constraint(
+    parsing_run: Path, tmp_path: Path
+) -> None:
+    result = run_in_process(
+        "t2t-exporter",
+        f"--output_dir={parsing_run / 'train'}",
+        f"--export_dir={tmp_path / 'export'}",
+        "--decode_hparams=tree_constraint=false",
+        "--xla=off",
+    )
+    assert_user_error(result, "tree_constraint=false", "returns PTB trees")
+    assert not (tmp_path / "export").exists()
