@@ -46,6 +46,13 @@ class UnsupportedModel(UserError):
 def check_supported(model: Transformer) -> None:
     """Refuses, in one paragraph naming the feature, what CTranslate2 cannot run."""
     hparams = model.hparams
+    if hparams.leaf_positions:
+        raise UnsupportedModel(
+            "this model adds the position of the next word to each decoder input "
+            "(leaf_positions=true, a parser's), which CTranslate2's decoder has no place for, "
+            "so it cannot be exported to CTranslate2; decode it with t2t-decoder's default "
+            "runtime or export it as a SavedModel."
+        )
     if hparams.d_k != hparams.d_v:
         raise UnsupportedModel(
             f"this model has key depth d_k={hparams.d_k} and value depth d_v={hparams.d_v} "

@@ -14,6 +14,7 @@ import keras
 import tensorflow as tf
 
 from t2t_keras import registry
+from t2t_keras.data.ids import EOS_ID
 from t2t_keras.errors import UserError
 from t2t_keras.layers import DecoderLayer, EncoderLayer, LearnedPositions, ScaledEmbedding
 from t2t_keras.layers.dropout import Dropout
@@ -55,6 +56,11 @@ class Transformer(keras.Model):
                 "The Transformer needs hparams.vocab_size: set it to the size of the "
                 "problem's vocabulary (the trainer does this from the problem)."
             )
+        if hparams.leaf_positions and hparams.leaf_id <= EOS_ID:
+            raise UserError(
+                "leaf_positions=true needs hparams.leaf_id, the target id of a parse tree's "
+                "leaf (XX): the trainer sets it from a parsing problem's vocabulary."
+            )
         self.hparams = hparams
         self.use_xla = use_xla
 
@@ -94,6 +100,11 @@ class Transformer(keras.Model):
                 LearnedPositions(hparams.max_length, d_model, dtype=policy, name=name)
                 for name in ("encoder_positions", "decoder_positions")
             ]
+        self.leaf_projection = None
+        if hparams.leaf_positions:
+            self.leaf_projection = keras.layers.Dense(
+                d_model, use_bias=False, dtype=policy, name="leaf_positions"
+            )
         self.embedding_dropout = Dropout(hparams.embedding_dropout, dtype=policy)
 
     def _build_stacks(self) -> None:
@@ -217,7 +228,11 @@ class Transformer(keras.Model):
         """
         self._check_length(targets, "targets")
         decoder_input = tf.pad(targets, [[0, 0], [1, 0]])[:, :-1]  # Shift right.
-        x = self._embed(self.target_embedding, decoder_input, 1, 0, training)
+        leaves = None
+        if self.leaf_projection is not None:  # Leaves among the inputs so far, this one included.
+            is_leaf = tf.cast(decoder_input == self.hparams.leaf_id, tf.int32)
+            leaves = tf.cumsum(is_leaf, axis=1)
+        x = self._embed(self.target_embedding, decoder_input, 1, 0, training, leaves)
         self_bias = causal_bias(tf.shape(targets)[1])
         self_weights, memory_weights = [], []
         for layer in self.decoder_layers:
@@ -264,6 +279,8 @@ class Transformer(keras.Model):
             for i, layer in enumerate(self.decoder_layers)
         }
         state["ancestors"] = tf.zeros([batch, beam_size, cache_length], tf.int32)
+        if self.leaf_projection is not None:  # Each row's leaves before its input token.
+            state["leaves"] = tf.zeros([batch * beam_size], tf.int32)
         own_row = tf.range(beam_size)[tf.newaxis, :, tf.newaxis]
 
         def step(
@@ -276,8 +293,14 @@ class Transformer(keras.Model):
             # Position index of every beam is written by the beam's own row.
             ancestors = tf.where(tf.range(cache_length) == index, own_row, ancestors)
             self_bias = beam_step_bias(ancestors, index)
-            x = self._embed(self.target_embedding, ids[:, tf.newaxis], 1, index, False)
             new_state = {"ancestors": ancestors}
+            leaves = None
+            if self.leaf_projection is not None:
+                leaves = state["leaves"] if parents is None else tf.gather(state["leaves"], parents)
+                leaves += tf.cast(ids == self.hparams.leaf_id, tf.int32)
+                new_state["leaves"] = leaves
+                leaves = leaves[:, tf.newaxis]
+            x = self._embed(self.target_embedding, ids[:, tf.newaxis], 1, index, False, leaves)
             for i, layer in enumerate(self.decoder_layers):
                 cache = {"self": state[f"layer_{i}"], "memory": memory_caches[i]}
                 x, cache = layer.decode_step(x, cache, self_bias, memory_bias, index)
@@ -295,8 +318,13 @@ class Transformer(keras.Model):
         stack: int,
         start: tf.Tensor | int,
         training: bool,
+        leaves: tf.Tensor | None = None,
     ) -> tf.Tensor:
-        """Scaled embeddings plus positions start.., then dropout: [B, T] -> [B, T, D]."""
+        """Scaled embeddings plus positions start.., then dropout: [B, T] -> [B, T, D].
+
+        leaves: [B, T] int, the leaves written before each position's word
+        (`leaf_positions`): their projected sinusoid is added too.
+        """
         x = embedding(ids)
         positions = tf.range(tf.shape(ids)[1]) + start
         if self.position_tables:
@@ -304,6 +332,10 @@ class Transformer(keras.Model):
         else:
             signal = sinusoid(positions, self.hparams.d_model)
         x = x + tf.cast(signal, x.dtype)[tf.newaxis]
+        if leaves is not None and self.leaf_projection is not None:
+            leaf_signal = sinusoid(tf.reshape(leaves, [-1]), self.hparams.d_model)
+            leaf_signal = tf.reshape(leaf_signal, tf.concat([tf.shape(leaves), [-1]], axis=0))
+            x = x + self.leaf_projection(tf.cast(leaf_signal, x.dtype))
         return self.embedding_dropout(x, training=training)
 
     def _build_if_needed(self) -> None:

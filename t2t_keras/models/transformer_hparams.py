@@ -33,6 +33,7 @@ class TransformerHParams(HParams):
         "position_encoding",
         "shared_embeddings",
         "tie_target_embeddings",
+        "leaf_positions",
     )
 
     # Model shape.
@@ -67,6 +68,12 @@ class TransformerHParams(HParams):
     shared_embeddings: bool = True
     # Without shared embeddings: the decoder's input embedding is also the softmax projection.
     tie_target_embeddings: bool = True
+    # Parsing: each decoder input also carries the position of the word its tree
+    # writes next (the sinusoid of the leaves already written, projected), which
+    # the model would otherwise have to count; the trainer sets leaf_id.
+    leaf_positions: bool = False
+    # The target id of a leaf (a parser's XX), read with leaf_positions; 0 = unset.
+    leaf_id: int = 0
     # Longest sequence in tokens: longer training examples are dropped;
     # also the size of learned position tables.
     max_length: int = 256
@@ -194,6 +201,7 @@ _AT_LEAST_ONE = (
     "beam_size",
 )
 _NON_NEGATIVE = (
+    "leaf_id",
     "vocab_size",
     "target_vocab_size",
     "warmup_steps",

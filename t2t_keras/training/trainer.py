@@ -87,6 +87,7 @@ def train(
         run_files.check_resumable(output_dir, run, hparams)
         encoders = _check_data(problem, data_dir, config.skip_corrupt_records)
         hparams = _with_vocab_size(hparams, encoders, run_files.trained_hparams(output_dir))
+        hparams = _with_leaf_id(hparams, problem, encoders)
         vocab_paths = {side: getattr(v, "model_path", "bytes") for side, v in encoders.items()}
         run_files.check_vocabularies(output_dir, vocab_paths, hparams)
         step = build_train_step(model_name, hparams, strategy, config)
@@ -341,6 +342,22 @@ def _problem_sizes(
         # vocabulary: resuming them keeps that shape.
         return larger, 0
     return sources, 0 if targets == sources else targets
+
+
+def _with_leaf_id(
+    hparams: TransformerHParams, problem: Problem, encoders: dict[str, Vocabulary]
+) -> TransformerHParams:
+    """hparams with leaf_id set from a parsing problem's vocabulary, if leaf_positions asks."""
+    if not hparams.leaf_positions or hparams.leaf_id:
+        return hparams
+    tokens = problem.tree_constraint(encoders)
+    if tokens is None:
+        raise UserError(
+            f"leaf_positions=true gives the decoder the position of the next word of a parse "
+            f"tree, but problem {problem.name!r} writes no trees (its target vocabulary has no "
+            "leaf XX and brackets); train it with leaf_positions=false."
+        )
+    return dataclasses.replace(hparams, leaf_id=tokens.leaf_id)
 
 
 def _full_xla(config: TrainConfig, strategy: tf.distribute.Strategy) -> bool:

@@ -259,6 +259,16 @@ def test_model_with_unequal_key_and_value_depths_is_refused(
     assert not os.listdir(tmp_path)  # Nothing half-written.
 
 
+def test_model_with_leaf_positions_is_refused(trained: TrainedModel, tmp_path: Path) -> None:
+    hparams = dataclasses.replace(trained.model.hparams, leaf_positions=True, leaf_id=5)
+    model = Transformer(hparams, use_xla=False)
+    model.build()
+    other = dataclasses.replace(trained, model=model, hparams=hparams)
+    with pytest.raises(UnsupportedModel, match=r"leaf_positions=true"):
+        export_ctranslate2(other, str(tmp_path / "export"), DecodeHParams())
+    assert not os.listdir(tmp_path)
+
+
 def test_a_failed_export_leaves_the_earlier_one_whole(
     trained: TrainedModel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

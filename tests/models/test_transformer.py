@@ -72,6 +72,7 @@ def test_built_model_has_count_params_weights(set_name: str) -> None:
         "position_encoding=learned",
         "shared_embeddings=false",
         "shared_embeddings=false,tie_target_embeddings=false",
+        "leaf_positions=true,leaf_id=4",
     ],
 )
 def test_variants_have_count_params_weights(overrides: str) -> None:
@@ -187,7 +188,10 @@ def test_cached_decoding_reproduces_teacher_forcing(model: Transformer) -> None:
         previous = TARGETS[:, index]
 
 
-@pytest.mark.parametrize("overrides", ["layer_norm_position=pre", "position_encoding=learned"])
+@pytest.mark.parametrize(
+    "overrides",
+    ["layer_norm_position=pre", "position_encoding=learned", "leaf_positions=true,leaf_id=4"],
+)
 def test_cached_decoding_of_variants(overrides: str) -> None:
     model = build(TINY.override(overrides))
     expected = logits(model, INPUTS, TARGETS)
@@ -317,3 +321,27 @@ def test_target_vocab_size_zero_means_vocab_size() -> None:
     assert unshared.targets_vocab_size() == TINY.vocab_size == 12
     assert build(unshared).target_embedding.embeddings.shape == (12, 8)
     assert OWN_TARGET_SIZE.targets_vocab_size() == 7
+
+
+def test_leaf_positions_follow_each_beams_own_leaves() -> None:
+    # Two beams per sentence that wrote different tokens swap places: each row's
+    # logits must then be those of the sequence its new parent wrote.
+    model = build(TINY.override("leaf_positions=true,leaf_id=4"))
+    sequences = tf.constant([[4, 4, 5], [5, 6, 4], [4, 5, 4], [6, 6, 6]])
+    inputs = tf.repeat(INPUTS, 2, axis=0)
+    state, step = model.start_decoding(INPUTS, cache_length=4, beam_size=2)
+    previous = tf.zeros([4], tf.int32)
+    for index in range(2):
+        _, state = step(state, tf.constant(index), previous, tf.range(4))
+        previous = sequences[:, index]
+    swap = tf.constant([1, 0, 3, 2])
+    step_logits, _ = step(state, tf.constant(2), tf.gather(previous, swap), swap)
+    expected = logits(model, inputs, tf.gather(sequences, swap))[:, 2]
+    np.testing.assert_allclose(step_logits, expected, atol=1e-4)
+    unswapped = logits(model, inputs, sequences)[:, 2]
+    assert not np.allclose(step_logits, unswapped, atol=1e-4)
+
+
+def test_leaf_positions_need_the_leaf_id() -> None:
+    with pytest.raises(UserError, match="leaf_id"):
+        build(TINY.override("leaf_positions=true"))
