@@ -24,6 +24,8 @@ from absl import logging
 from t2t_keras.data import corpus, records, trees
 from t2t_keras.data.text_problem import Sample, Text2TextProblem
 from t2t_keras.data.tree_repair import RepairCounts, output_tree
+from t2t_keras.data.tree_tokens import TreeTokens, tree_tokens
+from t2t_keras.data.vocab import Vocabulary
 from t2t_keras.errors import UserError
 
 # The Penn Treebank's constituent labels (Bies et al. 1995, and NML): their
@@ -46,6 +48,11 @@ class ParsingProblem(Text2TextProblem):
 
     dataset_splits = {"train": 10, "dev": 1, "test": 1}  # noqa: RUF012
     keep_text = True
+    # Words in, tree symbols out: a vocabulary per side. The targets' holds the
+    # brackets, XX and little else (~70 pieces), so the softmax is that small
+    # (with shared_embeddings=false, as the parsing hparams sets have it).
+    shared_vocab = False
+    approx_target_vocab_size = 256
     whole_words = (
         trees.POS_PLACEHOLDER,
         *(f"{bracket}{label}" for label in PTB_LABELS for bracket in "()"),
@@ -88,6 +95,10 @@ class ParsingProblem(Text2TextProblem):
         elif counts.outputs:
             logging.info("%s: %s.", self.name, counts)
         return texts
+
+    def tree_constraint(self, vocabs: dict[str, Vocabulary]) -> TreeTokens | None:
+        """The tree symbols of the vocabularies; None when reversed (trees are then read)."""
+        return None if self.was_reversed else tree_tokens(vocabs)
 
     @staticmethod
     def output_trees(

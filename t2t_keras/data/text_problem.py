@@ -71,8 +71,10 @@ class SampleCounts:
 class Text2TextProblem(Problem):
     """Pairs of strings, encoded with SentencePiece (or bytes), in TFRecord shards."""
 
-    # Target vocabulary size; SentencePiece may stop below it on a small corpus.
+    # Vocabulary size; SentencePiece may stop below it on a small corpus.
     approx_vocab_size: int = 2**15
+    # Without shared_vocab: the targets' vocabulary size; 0 = approx_vocab_size.
+    approx_target_vocab_size: int = 0
     # "bpe" or "unigram" (SentencePiece), or "byte" for algorithmic/character data.
     vocab_type: str = "bpe"
     # One vocabulary for inputs and targets (needed for shared embeddings).
@@ -160,10 +162,13 @@ class Text2TextProblem(Problem):
                 )
                 for name in sides
             )
+            size = self.approx_vocab_size
+            if side == "targets" and not self.shared_vocab:
+                size = self.approx_target_vocab_size or size
             trained[path] = SentencePieceVocabulary.train(
                 sentences,
                 path,
-                self.approx_vocab_size,
+                size,
                 model_type=self.vocab_type,
                 max_sentences=self.max_vocab_sentences,
                 whole_words=self.whole_words,

@@ -119,7 +119,7 @@ def test_semisupervised_adds_the_users_silver_trees(tmp_path: Path) -> None:
     write_lines(tmp_path / "silver-2.trees", 15, word="stock")
     problem.generate_data(str(tmp_path / "data"), str(tmp_path))
     assert counts("parsing_english_wsj_semisup32k", tmp_path / "data")["train"] == 60
-    assert problem.approx_vocab_size == 32_000 and problem.shared_vocab
+    assert problem.approx_vocab_size == 32_000 and not problem.shared_vocab
     assert (
         problem.text_examples(str(tmp_path / "data"), "test", 1)[0][0] == "A index fell 0 points ."
     )
