@@ -1,24 +1,30 @@
 """Parsing on the WSJ sample: train for a wall-clock budget, decode to trees, score as EVALB.
 
-    .venv/bin/python benchmarks/parsing_wsj_sample.py [--minutes=30] [--beam_size=21] \
-        [--evalb=PATH/TO/evalb --evalb_prm=COLLINS.prm] [--work_dir=DIR]
+    .venv/bin/python benchmarks/parsing_wsj_sample.py [--minutes=30] [--split=test] \
+        [--beams=1,4,21] [--plot=curve.png] [--evalb=PATH/TO/evalb --evalb_prm=COLLINS.prm]
 
 Splits the NLTK WSJ sample (../shared/data/ptb, 3,914 trees, one a line) into
 the one-tree-a-line layout parsing_english_wsj16k reads: the first
---train_trees for training (the last 200 of them also as the dev split, which
-only datagen needs: evaluation is off so the whole budget trains), the rest
-as the test split. Generates the data, trains --hparams_set on one device for
---minutes, averages the last --average checkpoints, then decodes the test
-sentences with the paper's parsing search (beam 21, alpha 0.3, input + 300
-unless told otherwise) exactly as t2t-decoder does: outputs repaired into PTB
-trees and scored by EVALB's rules against the gold trees. With --evalb, the
-EVALB program scores the same files too. Prints one JSON line: training
-steps and tokens/s, F1 (all and <= 40 words), error sentences, repaired
-outputs by rule, and decode speed.
+--train_trees train, the next --dev_trees are the dev split (choose recipes
+on it: --split=dev), the rest (414 trees) the test split. Trains
+--hparams_set on one device for --minutes with a checkpoint every thirtieth
+of the budget, then:
+
+  - the curve: every --curve_every-th checkpoint decoded greedily (under the
+    tree constraint) and scored on --split, F1 against training minutes;
+  - the result: the average of the last --average checkpoints decoded with
+    each beam of --beams, as t2t-decoder does (constrained search, outputs
+    made PTB trees), F1 (all and <= 40 words), outputs that needed repair,
+    sentences per second;
+  - the baselines: a flat tree and a right-branching tree over the same
+    sentences, scored the same way.
+
+Prints one JSON line; --plot also draws the curve with the baselines as a PNG.
 """
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import subprocess
@@ -30,7 +36,7 @@ from absl import app, flags
 from one_device import budget, run_summary, train_without_evaluation
 
 from t2t_keras import catalog, registry
-from t2t_keras.decoding.decode import report_progress
+from t2t_keras.data.tree_baselines import baseline_trees
 from t2t_keras.decoding.decode_hparams import DecodeHParams
 from t2t_keras.decoding.translate import Translator
 from t2t_keras.metrics import evalb
@@ -41,28 +47,22 @@ SAMPLE_FILE = SAMPLE / "wsj_0001-0199.oneline.mrg"
 PROBLEM = "parsing_english_wsj16k"
 
 flags.DEFINE_float("minutes", 30.0, "Training budget in minutes.")
-flags.DEFINE_integer("train_trees", 3500, "The first this many sample trees train.")
+flags.DEFINE_integer("train_trees", 3300, "The first this many sample trees train.")
+flags.DEFINE_integer("dev_trees", 200, "The next this many are the dev split; the rest test.")
+flags.DEFINE_enum("split", "test", ["dev", "test"], "The split decoded and scored.")
 flags.DEFINE_string("hparams_set", "transformer_parsing_small", "The hparams set trained.")
 flags.DEFINE_string("hparams", "", "Overrides of the hparams set.")
-flags.DEFINE_string(
-    "decode_hparams", "", "Decoding settings, as t2t-decoder's (default: the set's)."
-)
+flags.DEFINE_list("beams", ["1", "4", "21"], "Beam sizes the final model decodes with.")
+flags.DEFINE_string("decode_hparams", "", "Other decoding settings, as t2t-decoder's.")
 flags.DEFINE_integer("average", 5, "Checkpoints averaged at the end; 1 = the last.")
-flags.DEFINE_enum(
-    "xla",
-    "off",
-    ["off", "attention", "full"],
-    "As t2t-trainer's --xla. Off by default here: linearized trees spread over ~45 length "
-    "buckets, and compiling each bucket's attention eats minutes of a short budget.",
-)
+flags.DEFINE_integer("curve_every", 5, "Every n-th checkpoint is a point of the curve; 0 = none.")
+flags.DEFINE_enum("xla", "off", ["off", "attention", "full"], "As t2t-trainer's --xla.")
 flags.DEFINE_integer("seed", 1, "Random seed of initialization, dropout and shuffling.")
+flags.DEFINE_string("plot", None, "Write the F1 curve, with the baselines, to this PNG.")
 flags.DEFINE_string("evalb", None, "An EVALB binary to score the same files with.")
 flags.DEFINE_string("evalb_prm", None, "The parameter file for --evalb (COLLINS.prm).")
 flags.DEFINE_string(
-    "decode_run_dir",
-    None,
-    "Skip training: decode and score this training (or averaged) directory of an earlier "
-    "run in the same --work_dir.",
+    "decode_run_dir", None, "Skip training: decode and score this training (or averaged) directory."
 )
 flags.DEFINE_string("work_dir", None, "Where data and checkpoints go; a temporary folder if unset.")
 FLAGS = flags.FLAGS
@@ -73,10 +73,11 @@ def prepare_data(work_dir: str) -> str:
     lines = SAMPLE_FILE.read_text(encoding="utf-8").splitlines()
     tmp_dir = os.path.join(work_dir, "tmp")
     os.makedirs(tmp_dir, exist_ok=True)
+    dev_end = FLAGS.train_trees + FLAGS.dev_trees
     splits = {
         "train": lines[: FLAGS.train_trees],
-        "dev": lines[FLAGS.train_trees - 200 : FLAGS.train_trees],
-        "test": lines[FLAGS.train_trees :],
+        "dev": lines[FLAGS.train_trees : dev_end],
+        "test": lines[dev_end:],
     }
     for split, trees in splits.items():
         Path(tmp_dir, f"{split}.trees").write_text("\n".join(trees) + "\n", encoding="utf-8")
@@ -101,44 +102,108 @@ def train_for_budget(data_dir: str, output_dir: str) -> dict:
     return run_summary(result)
 
 
-def decode_and_score(run_dir: str, data_dir: str, work_dir: str) -> dict:
-    """The test split decoded to trees as t2t-decoder does, and scored as EVALB does."""
-    problem = registry.problem(PROBLEM)
-    trained = load_trained(run_dir)
-    settings = DecodeHParams().override(FLAGS.decode_hparams).resolved(trained.hparams)
-    translator = Translator(trained.model, trained.vocabs, settings)
-    pairs = problem.text_examples(data_dir, "test", -1)
-    sources, gold = [s for s, _ in pairs], [g for _, g in pairs]
-    start = time.monotonic()
-    translations = translator.translate([problem.model_input(s) for s in sources], report_progress)
-    seconds = time.monotonic() - start
-    raw_path = os.path.join(work_dir, "test.outputs")
-    Path(raw_path).write_text("".join(f"{t.text}\n" for t in translations), encoding="utf-8")
-    trees, repairs = problem.output_trees(sources, [t.text for t in translations])
-    gold_path, test_path = (os.path.join(work_dir, f"test.{n}.trees") for n in ("gold", "parsed"))
-    Path(gold_path).write_text("\n".join(gold) + "\n", encoding="utf-8")
-    Path(test_path).write_text("\n".join(trees) + "\n", encoding="utf-8")
+def score(gold: list[str], trees: list[str]) -> dict:
+    """EVALB's F1 of all sentences and of those of at most 40 words."""
     everything, short = evalb.summarize(evalb.score_lines(gold, trees))
-    result = {
-        "beam_size": settings.beam_size,
-        "alpha": settings.alpha,
-        "extra_length": settings.extra_length,
-        "sentences": len(sources),
+    return {
         "f1": round(everything.f1, 2),
         "f1_40": round(short.f1, 2),
         "recall": round(everything.recall, 2),
         "precision": round(everything.precision, 2),
         "complete_match": round(everything.complete_match_percent, 2),
         "error_sentences": everything.errors,
+    }
+
+
+def decode_and_score(run_dir: str, data_dir: str, beam_size: int, files_dir: str) -> dict:
+    """The split decoded to trees as t2t-decoder does (constrained), and scored as EVALB does."""
+    problem = registry.problem(PROBLEM)
+    trained = load_trained(run_dir)
+    settings = DecodeHParams().override(FLAGS.decode_hparams)
+    settings = settings.override(f"beam_size={beam_size}").resolved(trained.hparams)
+    translator = Translator(
+        trained.model, trained.vocabs, settings, tree_tokens=problem.tree_constraint(trained.vocabs)
+    )
+    pairs = problem.text_examples(data_dir, FLAGS.split, -1)
+    sources, gold = [s for s, _ in pairs], [g for _, g in pairs]
+    start = time.monotonic()
+    translations = translator.translate([problem.model_input(s) for s in sources])
+    seconds = time.monotonic() - start
+    trees, repairs = problem.output_trees(sources, [t.text for t in translations])
+    os.makedirs(files_dir, exist_ok=True)
+    gold_path, test_path = (os.path.join(files_dir, f"{n}.trees") for n in ("gold", "parsed"))
+    Path(gold_path).write_text("\n".join(gold) + "\n", encoding="utf-8")
+    Path(test_path).write_text("\n".join(trees) + "\n", encoding="utf-8")
+    result = {
+        "beam_size": settings.beam_size,
+        "alpha": settings.alpha,
+        "sentences": len(sources),
+        **score(gold, trees),
         "repaired": repairs.repaired,
+        "repaired_share": round(repairs.repaired / max(len(sources), 1), 4),
         "repairs": dict(repairs.rules),
+        "distinct_outputs": len({t.text for t in translations}),
         "decode_seconds": round(seconds, 1),
         "sentences_per_second": round(len(sources) / seconds, 2),
-        "files": [gold_path, test_path, raw_path],
+        "files": [gold_path, test_path],
     }
     if FLAGS.evalb:
         result["evalb_program"] = run_evalb(gold_path, test_path)
     return result
+
+
+def baselines(data_dir: str) -> dict:
+    """F1 of the flat and right-branching trees over the split's sentences."""
+    pairs = registry.problem(PROBLEM).text_examples(data_dir, FLAGS.split, -1)
+    gold = [g for _, g in pairs]
+    built = baseline_trees([s for s, _ in pairs])
+    return {name: score(gold, trees) for name, trees in built.items()}
+
+
+def curve(output_dir: str, data_dir: str, started: float, work_dir: str) -> list[dict]:
+    """F1 (greedy, constrained) of every --curve_every-th checkpoint and of the last."""
+    indexes = sorted(
+        int(path[: -len(".index")].rsplit("-", 1)[1])
+        for path in glob.glob(os.path.join(output_dir, "ckpt-*.index"))
+    )
+    chosen = indexes[FLAGS.curve_every - 1 :: FLAGS.curve_every] if FLAGS.curve_every else []
+    if indexes and indexes[-1] not in chosen:
+        chosen.append(indexes[-1])
+    points = []
+    for step in chosen:
+        prefix = os.path.join(output_dir, f"ckpt-{step}")
+        minutes = (os.path.getmtime(prefix + ".index") - started) / 60
+        run_dir = os.path.join(work_dir, f"curve-{step}")
+        os.makedirs(run_dir, exist_ok=True)
+        for name in os.listdir(output_dir):  # The run files, and this checkpoint alone.
+            source = os.path.join(output_dir, name)
+            if os.path.isfile(source) and not name.startswith(("ckpt-", "checkpoint")):
+                Path(run_dir, name).write_bytes(Path(source).read_bytes())
+        for path in glob.glob(prefix + ".*"):
+            Path(run_dir, os.path.basename(path)).write_bytes(Path(path).read_bytes())
+        result = decode_and_score(run_dir, data_dir, 1, os.path.join(run_dir, "trees"))
+        points.append({"step": step, "minutes": round(minutes, 1), "f1": result["f1"]})
+        print(json.dumps({"curve_point": points[-1]}), flush=True)
+    return points
+
+
+def plot(points: list[dict], floor: dict, path: str) -> None:
+    """F1 against training minutes, the baselines as horizontal lines."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(6, 4))
+    FigureCanvasAgg(figure)
+    axes = figure.add_subplot()
+    axes.plot([p["minutes"] for p in points], [p["f1"] for p in points], "o-", label="model")
+    for name, result in floor.items():
+        axes.axhline(result["f1"], linestyle="--", color="gray")
+        axes.annotate(name.replace("_", "-"), (0, result["f1"]), va="bottom", fontsize=8)
+    axes.set_xlabel("training minutes (2 CPU cores)")
+    axes.set_ylabel(f"bracket F1, {FLAGS.split} split (greedy, constrained)")
+    axes.set_ylim(0, 100)
+    axes.grid(alpha=0.3)
+    figure.savefig(path, dpi=100, bbox_inches="tight")
 
 
 def run_evalb(gold_path: str, test_path: str) -> dict:
@@ -163,14 +228,22 @@ def main(argv: list[str]) -> None:
         raise SystemExit(f"{SAMPLE_FILE} is absent: this benchmark needs ../shared/data/ptb.")
     work_dir = FLAGS.work_dir or tempfile.mkdtemp(prefix="parsing_")
     data_dir = prepare_data(work_dir)
-    summary: dict = {"run_dir": FLAGS.decode_run_dir}
+    summary: dict = {"split": FLAGS.split, "baselines": baselines(data_dir)}
     run_dir = FLAGS.decode_run_dir
     if not run_dir:
         output_dir = os.path.join(work_dir, f"train_{int(time.time())}")
-        summary = {"hparams_set": FLAGS.hparams_set, "hparams": FLAGS.hparams}
+        summary |= {"hparams_set": FLAGS.hparams_set, "hparams": FLAGS.hparams}
+        started = time.time()
         summary |= {"minutes": FLAGS.minutes, **train_for_budget(data_dir, output_dir)}
+        summary["curve"] = curve(output_dir, data_dir, started, work_dir)
+        if FLAGS.plot:
+            plot(summary["curve"], summary["baselines"], FLAGS.plot)
         run_dir = os.path.join(output_dir, "averaged") if FLAGS.average > 1 else output_dir
-    summary["test"] = decode_and_score(run_dir, data_dir, work_dir)
+    summary["run_dir"] = run_dir
+    summary["model"] = [
+        decode_and_score(run_dir, data_dir, int(beam), os.path.join(work_dir, f"beam{beam}"))
+        for beam in FLAGS.beams
+    ]
     print(json.dumps(summary))
 
 
