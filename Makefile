@@ -32,7 +32,7 @@ demo: $(VENV)/.installed
 # One pytest worker per core (pytest-xdist): most tests wait on tracing and
 # compiling, which is single-threaded.
 test: $(VENV)/.installed-test lint
-	$(BIN)/pytest -n auto
+	$(BIN)/pytest -n auto --durations=20
 
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check .
