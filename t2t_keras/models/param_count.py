@@ -52,8 +52,8 @@ def count_params(
         total += 2 * layer_norm
     if hparams.position_encoding == "learned":
         total += 2 * hparams.max_length * d_model
-    if hparams.leaf_positions:
-        total += d_model * d_model
+    if hparams.leaf_positions:  # The projection, and the table of word starts (not trained).
+        total += d_model * d_model + source_vocab
     return total
 
 

@@ -7,10 +7,11 @@ a UserError here; `t2t_keras.decoding` truncates them with a warning instead.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from t2t_keras import registry
@@ -100,12 +101,34 @@ class Transformer(keras.Model):
                 LearnedPositions(hparams.max_length, d_model, dtype=policy, name=name)
                 for name in ("encoder_positions", "decoder_positions")
             ]
-        self.leaf_projection = None
+        self.leaf_projection = self.word_starts = None
         if hparams.leaf_positions:
             self.leaf_projection = keras.layers.Dense(
                 d_model, use_bias=False, dtype=policy, name="leaf_positions"
             )
+            # Per input id, 1 if its piece begins an encoder position (a word's
+            # first piece, EOS): the encoder counts words, the decoder leaves,
+            # and an unseen word split into pieces shifts neither. All ones
+            # (a position per piece) until `set_word_starts`; checkpoints keep it.
+            self.word_starts = self.add_weight(
+                shape=(hparams.vocab_size,),
+                initializer="ones",
+                trainable=False,
+                dtype="float32",
+                name="word_starts",
+            )
         self.embedding_dropout = Dropout(hparams.embedding_dropout, dtype=policy)
+
+    def set_word_starts(self, word_start_ids: Sequence[int]) -> None:
+        """Makes the encoder's positions count words: word_start_ids are the input
+        ids whose piece starts a word (`TreeTokens.word_start_ids`); EOS is one too."""
+        self._build_if_needed()
+        if self.word_starts is None:
+            raise ValueError("word positions are read only with leaf_positions=true.")
+        table = np.zeros([self.hparams.vocab_size], np.float32)
+        table[list(word_start_ids)] = 1.0
+        table[EOS_ID] = 1.0
+        self.word_starts.assign(table)
 
     def _build_stacks(self) -> None:
         """The encoder and decoder layers, and the final norms of pre-norm stacks."""
@@ -327,16 +350,26 @@ class Transformer(keras.Model):
         """
         x = embedding(ids)
         positions = tf.range(tf.shape(ids)[1]) + start
-        if self.position_tables:
-            signal = self.position_tables[stack](positions)
-        else:
-            signal = sinusoid(positions, self.hparams.d_model)
-        x = x + tf.cast(signal, x.dtype)[tf.newaxis]
+        if stack == 0 and self.word_starts is not None:  # The word each piece belongs to.
+            starts = tf.cast(tf.gather(self.word_starts, ids), tf.int32)
+            positions = tf.maximum(tf.cumsum(starts, axis=1) - 1, 0)
+        x = x + tf.cast(self._position_signal(positions, stack), x.dtype)
         if leaves is not None and self.leaf_projection is not None:
-            leaf_signal = sinusoid(tf.reshape(leaves, [-1]), self.hparams.d_model)
-            leaf_signal = tf.reshape(leaf_signal, tf.concat([tf.shape(leaves), [-1]], axis=0))
+            leaf_signal = self._position_signal(leaves, None)
             x = x + self.leaf_projection(tf.cast(leaf_signal, x.dtype))
         return self.embedding_dropout(x, training=training)
+
+    def _position_signal(self, positions: tf.Tensor, stack: int | None) -> tf.Tensor:
+        """[T] or [B, T] positions -> [1, T, D] or [B, T, D]: the stack's table, or the
+        sinusoid (always for stack None)."""
+        if self.position_tables and stack is not None:
+            signal = self.position_tables[stack](tf.reshape(positions, [-1]))
+        else:
+            signal = sinusoid(tf.reshape(positions, [-1]), self.hparams.d_model)
+        shape = tf.concat([tf.shape(positions), [-1]], axis=0)
+        if positions.shape.rank == 1:
+            shape = tf.concat([[1], shape], axis=0)
+        return tf.reshape(signal, shape)
 
     def _build_if_needed(self) -> None:
         # `build` runs `call`, so only the methods `call` does not use may build.

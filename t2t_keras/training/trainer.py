@@ -14,6 +14,7 @@ from absl import logging
 
 from t2t_keras.data import damage
 from t2t_keras.data.problem import Problem
+from t2t_keras.data.tree_tokens import TreeTokens
 from t2t_keras.data.vocab import Vocabulary
 from t2t_keras.errors import UserError
 from t2t_keras.models.transformer_hparams import TransformerHParams
@@ -87,10 +88,14 @@ def train(
         run_files.check_resumable(output_dir, run, hparams)
         encoders = _check_data(problem, data_dir, config.skip_corrupt_records)
         hparams = _with_vocab_size(hparams, encoders, run_files.trained_hparams(output_dir))
-        hparams = _with_leaf_id(hparams, problem, encoders)
+        tree = _leaf_tokens(hparams, problem, encoders)
+        if tree is not None and not hparams.leaf_id:
+            hparams = dataclasses.replace(hparams, leaf_id=tree.leaf_id)
         vocab_paths = {side: getattr(v, "model_path", "bytes") for side, v in encoders.items()}
         run_files.check_vocabularies(output_dir, vocab_paths, hparams)
         step = build_train_step(model_name, hparams, strategy, config)
+        if tree is not None:
+            step.model.set_word_starts(tree.word_start_ids)
         saver = CheckpointSaver(
             make_checkpoint(step.model, step.optimizer, seed_states=True),
             output_dir,
@@ -344,12 +349,12 @@ def _problem_sizes(
     return sources, 0 if targets == sources else targets
 
 
-def _with_leaf_id(
+def _leaf_tokens(
     hparams: TransformerHParams, problem: Problem, encoders: dict[str, Vocabulary]
-) -> TransformerHParams:
-    """hparams with leaf_id set from a parsing problem's vocabulary, if leaf_positions asks."""
-    if not hparams.leaf_positions or hparams.leaf_id:
-        return hparams
+) -> TreeTokens | None:
+    """A parsing problem's leaf id and word starts, if leaf_positions asks for them."""
+    if not getattr(hparams, "leaf_positions", False):
+        return None
     tokens = problem.tree_constraint(encoders)
     if tokens is None:
         raise UserError(
@@ -357,7 +362,7 @@ def _with_leaf_id(
             f"tree, but problem {problem.name!r} writes no trees (its target vocabulary has no "
             "leaf XX and brackets); train it with leaf_positions=false."
         )
-    return dataclasses.replace(hparams, leaf_id=tokens.leaf_id)
+    return tokens
 
 
 def _full_xla(config: TrainConfig, strategy: tf.distribute.Strategy) -> bool:

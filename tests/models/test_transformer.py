@@ -11,6 +11,7 @@ import tensorflow as tf
 
 from t2t_keras import registry
 from t2t_keras.errors import UserError
+from t2t_keras.layers.position import sinusoid
 from t2t_keras.models import TransformerHParams, count_params
 from t2t_keras.models.transformer import Transformer
 
@@ -346,3 +347,22 @@ def test_leaf_positions_follow_each_beams_own_leaves() -> None:
 def test_leaf_positions_need_the_leaf_id() -> None:
     with pytest.raises(UserError, match="leaf_id"):
         build(TINY.override("leaf_positions=true"))
+
+
+def test_leaf_positions_give_the_pieces_of_a_word_its_position() -> None:
+    # Ids 5-9 start words and 4 continues one: in [5, 4, 6, EOS] the word 6 and
+    # EOS take the encoder positions they have in [5, 6, EOS], the decoder's
+    # count of leaves; until the table is set, each piece is its own position.
+    model = build(TINY.override("leaf_positions=true,leaf_id=4"))
+    split, whole = tf.constant([[5, 4, 6, 1]]), tf.constant([[5, 6, 1]])
+
+    def embedded(ids: tf.Tensor) -> np.ndarray:
+        return model._embed(model.source_embedding, ids, 0, 0, False).numpy()[0]
+
+    assert not np.allclose(embedded(split)[2], embedded(whole)[1])
+    model.set_word_starts([5, 6, 7, 8, 9])
+    np.testing.assert_allclose(embedded(split)[2:], embedded(whole)[1:], atol=1e-6)
+    piece = model.source_embedding(tf.constant([4])).numpy()[0]
+    np.testing.assert_allclose(
+        embedded(split)[1], piece + sinusoid(tf.constant([0]), 8)[0], atol=1e-6
+    )
