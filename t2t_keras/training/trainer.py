@@ -353,7 +353,7 @@ def _leaf_tokens(
     hparams: TransformerHParams, problem: Problem, encoders: dict[str, Vocabulary]
 ) -> TreeTokens | None:
     """A parsing problem's leaf id and word starts, if leaf_positions asks for them."""
-    if not getattr(hparams, "leaf_positions", False):
+    if not hparams.leaf_positions:
         return None
     tokens = problem.tree_constraint(encoders)
     if tokens is None:
