@@ -196,10 +196,17 @@ def plot(points: list[dict], floor: dict, path: str) -> None:
     figure = Figure(figsize=(6, 4))
     FigureCanvasAgg(figure)
     axes = figure.add_subplot()
-    axes.plot([p["minutes"] for p in points], [p["f1"] for p in points], "o-", label="model")
-    for name, result in floor.items():
-        axes.axhline(result["f1"], linestyle="--", color="gray")
-        axes.annotate(name.replace("_", "-"), (0, result["f1"]), va="bottom", fontsize=8)
+    axes.plot(
+        [p["minutes"] for p in points],
+        [p["f1"] for p in points],
+        "o-",
+        label=f"{FLAGS.hparams_set}, greedy",
+    )
+    # The baselines lie close together: told apart by the line's style, named in the legend.
+    for (name, result), style in zip(floor.items(), ("--", ":", "-."), strict=False):
+        label = f"{name.replace('_', '-')} tree ({result['f1']:.1f})"
+        axes.axhline(result["f1"], linestyle=style, color="gray", label=label)
+    axes.legend(loc="upper left", fontsize=8)
     axes.set_xlabel("training minutes (2 CPU cores)")
     axes.set_ylabel(f"bracket F1, {FLAGS.split} split (greedy, constrained)")
     axes.set_xlim(0, max([p["minutes"] for p in points], default=1) * 1.05)
