@@ -157,7 +157,9 @@ def transformer_parsing_small() -> TransformerHParams:
     output, where post-norm at this learning rate can wash it out in a short
     run; the schedule peaks at 1.6e-3 after 400 steps, as transformer_small_cpu's.
     leaf_positions: the decoder is told which word comes next instead of
-    having to count its XX (on the synthetic treebank, 400 steps: F1 59 -> 72).
+    having to count its XX (on the synthetic treebank, 400 steps: F1 59 -> 72),
+    and the encoder's positions count words, not pieces (WSJ sample, dev split,
+    30 minutes, beam 4: F1 25.7 -> 40.1).
     """
     return replace(
         transformer_parsing_wsj(),
