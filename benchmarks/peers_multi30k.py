@@ -1,11 +1,18 @@
 """PyTorch peer of the Multi30k benchmark: Hugging Face Marian trained from scratch.
 
-Trains transformers' MarianMTModel (PyTorch, fp32, CPU) with the architecture of
-our transformer_small (d_model 256, d_ff 1024, 4 heads, 3+3 post-norm layers,
-sinusoid positions, shared embeddings) on the same data and the same 8k
-SentencePiece vocabulary as `train_multi30k.py`, for a wall-clock budget, then
-decodes the raw test files with beam search and scores them with
+Trains transformers' MarianMTModel (PyTorch, fp32, CPU) with the sizes of
+--hparams_set (transformer_small_cpu: d_model 256, d_ff 1024, 4 heads, 3+3
+post-norm layers, sinusoid positions, shared embeddings) on the same data and
+the same 8k SentencePiece vocabulary as `train_multi30k.py`, for a wall-clock
+budget, then decodes the raw test files with beam search and scores them with
 `multi30k.score`, so its JSON line compares with ours.
+
+By default (--recipe=ours) the peer also takes the set's recipe as our trainer
+and decoder apply it: schedule, length-bucketed batches, label smoothing,
+dropout, beam, alpha and output length (`peer_recipe.py` lists each, and the
+one difference left, the length penalty's form): the comparison is then of
+the toolkits, not of their settings. --recipe=own trains with the peer's own
+settings (warmup, peak rate and batch tokens from its flags).
 
 Install the peers into the venv first: on a CPU-only machine like ours
 `pip install torch==2.13.0` (or any CPU build of torch), then
@@ -34,7 +41,12 @@ import torch
 import transformers
 from absl import app, flags, logging
 from multi30k import PROBLEM, corpus_path, prepare_data, read_lines, score
+from peer_recipe import Recipe
 from transformers import MarianConfig, MarianMTModel
+
+import t2t_keras.hparams  # noqa: F401  Registers the hparams sets, without TensorFlow.
+from t2t_keras import registry
+from t2t_keras.models.transformer_hparams import TransformerHParams
 
 # The project's id convention (t2t_keras.data.ids), without importing TensorFlow.
 PAD_ID, EOS_ID = 0, 1
@@ -43,33 +55,44 @@ flags.DEFINE_float("minutes", 30.0, "Training budget in minutes (data and decodi
 flags.DEFINE_string("work_dir", None, "Where data and decodes go; a temporary folder if unset.")
 flags.DEFINE_integer("threads", 2, "torch intra-op and inter-op threads.")
 flags.DEFINE_integer("seed", 1, "Seed of the initialization, dropout and batch order.")
-flags.DEFINE_integer("batch_tokens", 4096, "Tokens per batch, padding counted.")
-flags.DEFINE_float("peak_learning_rate", 1e-3, "Learning rate at the end of warmup.")
-flags.DEFINE_integer("warmup_steps", 1000, "Linear warmup, then inverse square root decay.")
-flags.DEFINE_integer("beam_size", 4, "Beam width of decoding.")
-flags.DEFINE_integer("extra_length", 50, "Output tokens allowed beyond the longest input.")
+flags.DEFINE_enum(
+    "recipe",
+    "ours",
+    ["ours", "own"],
+    "ours: the schedule, batching, label smoothing, dropout, beam, alpha and length rule of "
+    "--hparams_set, as our trainer and decoder apply them (a comparison of toolkits); own: "
+    "the peer's settings below (--batch_tokens, --peak_learning_rate, --warmup_steps, "
+    "--beam_size, --extra_length).",
+)
+flags.DEFINE_string(
+    "hparams_set", "transformer_small_cpu", "The recipe and sizes of --recipe=ours."
+)
+flags.DEFINE_string("hparams", "", "Overrides of --hparams_set, as t2t-trainer's.")
+flags.DEFINE_integer("batch_tokens", 4096, "own: tokens per batch, padding counted.")
+flags.DEFINE_float("peak_learning_rate", 1e-3, "own: learning rate at the end of warmup.")
+flags.DEFINE_integer("warmup_steps", 1000, "own: linear warmup, then inverse square root decay.")
+flags.DEFINE_integer("beam_size", 4, "own: beam width of decoding.")
+flags.DEFINE_integer("extra_length", 50, "own: output tokens allowed beyond the longest input.")
 flags.DEFINE_integer("decode_batch", 32, "Sentences per decoding batch.")
 FLAGS = flags.FLAGS
 
-MAX_LENGTH = 256  # Longest sequence, EOS included: transformer_small's max_length.
 
-
-def build_model(vocab_size: int) -> MarianMTModel:
-    """transformer_small as a Marian model: same sizes, positions, norms and sharing."""
+def build_model(vocab_size: int, hparams: TransformerHParams) -> MarianMTModel:
+    """The hparams set as a Marian model: same sizes, positions, norms, dropout and sharing."""
     config = MarianConfig(
         vocab_size=vocab_size,
-        d_model=256,
-        encoder_layers=3,
-        decoder_layers=3,
-        encoder_attention_heads=4,
-        decoder_attention_heads=4,
-        encoder_ffn_dim=1024,
-        decoder_ffn_dim=1024,
+        d_model=hparams.d_model,
+        encoder_layers=hparams.num_encoder_layers,
+        decoder_layers=hparams.num_decoder_layers,
+        encoder_attention_heads=hparams.num_heads,
+        decoder_attention_heads=hparams.num_heads,
+        encoder_ffn_dim=hparams.d_ff,
+        decoder_ffn_dim=hparams.d_ff,
         activation_function="relu",
-        dropout=0.1,
-        attention_dropout=0.0,
-        activation_dropout=0.0,
-        max_position_embeddings=MAX_LENGTH,
+        dropout=hparams.dropout,
+        attention_dropout=hparams.attention_dropout,
+        activation_dropout=hparams.relu_dropout,
+        max_position_embeddings=hparams.max_length,
         scale_embedding=True,
         share_encoder_decoder_embeddings=True,
         tie_word_embeddings=True,
@@ -85,36 +108,19 @@ def encode(processor: spm.SentencePieceProcessor, text: str) -> list[int]:
     return [*processor.encode(text), EOS_ID]
 
 
-def training_pairs(processor: spm.SentencePieceProcessor) -> list[tuple[list[int], list[int]]]:
-    """train.en/train.de as ids with EOS; blank sides and pairs over MAX_LENGTH dropped."""
+def training_pairs(
+    processor: spm.SentencePieceProcessor, max_length: int
+) -> list[tuple[list[int], list[int]]]:
+    """train.en/train.de as ids with EOS; blank sides and pairs over max_length dropped."""
     pairs = []
     sources, targets = (read_lines(corpus_path("train", side)) for side in ("en", "de"))
     for source, target in zip(sources, targets, strict=True):
         if source.strip() and target.strip():
             pair = encode(processor, source), encode(processor, target)
-            if max(map(len, pair)) <= MAX_LENGTH:
+            if max(map(len, pair)) <= max_length:
                 pairs.append(pair)
     logging.info("%d training pairs of %d.", len(pairs), len(sources))
     return pairs
-
-
-def epoch_batches(
-    pairs: Sequence[tuple[list[int], list[int]]], batch_tokens: int, rng: random.Random
-) -> list[list[int]]:
-    """One epoch's batches of pair indices, by length, in a shuffled order.
-
-    A batch holds sentences of about one length, and its longest max(source,
-    target) times its sentences is at most batch_tokens (a longer pair alone).
-    """
-    lengths = [max(len(source), len(target)) for source, target in pairs]
-    order = sorted(range(len(pairs)), key=lambda index: (lengths[index], rng.random()))
-    batches: list[list[int]] = [[]]
-    for index in order:
-        if batches[-1] and lengths[index] * (len(batches[-1]) + 1) > batch_tokens:
-            batches.append([])
-        batches[-1].append(index)
-    rng.shuffle(batches)
-    return batches
 
 
 def padded(rows: Sequence[list[int]]) -> torch.Tensor:
@@ -123,27 +129,20 @@ def padded(rows: Sequence[list[int]]) -> torch.Tensor:
 
 
 def batches_forever(
-    pairs: Sequence[tuple[list[int], list[int]]], rng: random.Random
+    pairs: Sequence[tuple[list[int], list[int]]], recipe: Recipe, rng: random.Random
 ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
     """(source ids, target ids) batches, epoch after epoch, padded with PAD."""
     while True:
-        for batch in epoch_batches(pairs, FLAGS.batch_tokens, rng):
+        for batch in recipe.epoch_batches(pairs, rng):
             yield padded([pairs[i][0] for i in batch]), padded([pairs[i][1] for i in batch])
 
 
-def learning_rate(step: int) -> float:
-    """Inverse square root schedule after a linear warmup; step counts from 1."""
-    warmup = FLAGS.warmup_steps
-    return FLAGS.peak_learning_rate * min(step / warmup, (warmup / step) ** 0.5)
-
-
-def train(model: MarianMTModel, pairs: Sequence[tuple[list[int], list[int]]]) -> dict:
+def train(
+    model: MarianMTModel, pairs: Sequence[tuple[list[int], list[int]]], recipe: Recipe
+) -> dict:
     """Trains until --minutes of wall time are spent; returns steps, seconds, target tokens."""
     optimizer = torch.optim.Adam(model.parameters(), betas=(0.9, 0.98), eps=1e-9)
-    loss_function = torch.nn.CrossEntropyLoss(
-        ignore_index=PAD_ID, label_smoothing=0.1, reduction="sum"
-    )
-    batches = batches_forever(pairs, random.Random(FLAGS.seed))
+    batches = batches_forever(pairs, recipe, random.Random(FLAGS.seed))
     step, tokens, logged_loss, budget = 0, 0, 0.0, FLAGS.minutes * 60
     model.train()
     start = time.monotonic()
@@ -153,14 +152,14 @@ def train(model: MarianMTModel, pairs: Sequence[tuple[list[int], list[int]]]) ->
         # Targets shifted right, PAD in front: the start symbol.
         decoder_inputs = torch.nn.functional.pad(labels[:, :-1], (1, 0), value=PAD_ID)
         for group in optimizer.param_groups:
-            group["lr"] = learning_rate(step)
+            group["lr"] = recipe.learning_rate(step)
         logits = model(
             input_ids=sources,
             attention_mask=sources.ne(PAD_ID),
             decoder_input_ids=decoder_inputs,
         ).logits
         count = int(labels.ne(PAD_ID).sum())
-        loss = loss_function(logits.flatten(0, 1), labels.flatten()) / count
+        loss = recipe.loss_sum(logits, labels, PAD_ID) / count
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
@@ -171,7 +170,7 @@ def train(model: MarianMTModel, pairs: Sequence[tuple[list[int], list[int]]]) ->
                 "step %d loss %.3f lr %.2e %.0f target tokens/s",
                 step,
                 logged_loss / 100,
-                learning_rate(step),
+                recipe.learning_rate(step),
                 tokens / (time.monotonic() - start),
             )
             logged_loss = 0.0
@@ -186,7 +185,10 @@ def output_ids(row: Sequence[int]) -> list[int]:
 
 @torch.inference_mode()
 def translate(
-    model: MarianMTModel, processor: spm.SentencePieceProcessor, sources: Sequence[str]
+    model: MarianMTModel,
+    processor: spm.SentencePieceProcessor,
+    sources: Sequence[str],
+    recipe: Recipe,
 ) -> list[str]:
     """Beam search over sources in batches sorted by length; outputs in input order."""
     model.eval()
@@ -199,9 +201,10 @@ def translate(
         generated = model.generate(
             input_ids=inputs,
             attention_mask=inputs.ne(PAD_ID),
-            num_beams=FLAGS.beam_size,
+            num_beams=recipe.beam_size,
             early_stopping=True,
-            max_new_tokens=min(inputs.shape[1] + FLAGS.extra_length, MAX_LENGTH),
+            length_penalty=recipe.length_penalty,
+            max_new_tokens=min(inputs.shape[1] + recipe.extra_length, recipe.hparams.max_length),
             bad_words_ids=[[PAD_ID]],  # As in Marian's configs: PAD is never an output.
         )
         for index, row in zip(chunk, generated.tolist(), strict=True):
@@ -210,12 +213,16 @@ def translate(
 
 
 def evaluate(
-    model: MarianMTModel, processor: spm.SentencePieceProcessor, name: str, out_dir: str
+    model: MarianMTModel,
+    processor: spm.SentencePieceProcessor,
+    recipe: Recipe,
+    name: str,
+    out_dir: str,
 ) -> dict:
     """Decodes the raw test set `name`, writes its decodes, and scores them."""
     sources, references = (read_lines(corpus_path(name, side)) for side in ("en", "de"))
     start = time.monotonic()
-    hypotheses = translate(model, processor, sources)
+    hypotheses = translate(model, processor, sources, recipe)
     seconds = time.monotonic() - start
     with open(os.path.join(out_dir, f"{name}.decodes"), "w", encoding="utf-8") as file:
         file.writelines(f"{line}\n" for line in hypotheses)
@@ -224,6 +231,21 @@ def evaluate(
     result["sentences_per_second"] = round(len(sources) / seconds, 2)
     logging.info("%s: %s", name, result["sacrebleu"])
     return result
+
+
+def resolve_recipe() -> Recipe:
+    """--recipe resolved once: the hparams set's settings, or the peer's own flags."""
+    hparams = registry.hparams(FLAGS.hparams_set).override(FLAGS.hparams)
+    if FLAGS.recipe == "ours":
+        return Recipe.ours(hparams)
+    return Recipe.own(
+        hparams,
+        FLAGS.peak_learning_rate,
+        FLAGS.warmup_steps,
+        FLAGS.batch_tokens,
+        FLAGS.beam_size,
+        FLAGS.extra_length,
+    )
 
 
 def main(argv: list[str]) -> None:
@@ -239,18 +261,23 @@ def main(argv: list[str]) -> None:
     processor = spm.SentencePieceProcessor(model_file=model_path)
     if (processor.pad_id(), processor.eos_id()) != (PAD_ID, EOS_ID):
         raise ValueError(f"{model_path} does not have PAD={PAD_ID} and EOS={EOS_ID}.")
-    pairs = training_pairs(processor)
+    recipe = resolve_recipe()
+    pairs = training_pairs(processor, recipe.hparams.max_length)
     torch.manual_seed(FLAGS.seed)
-    model = build_model(processor.get_piece_size())
-    trained = train(model, pairs)
+    model = build_model(processor.get_piece_size(), recipe.hparams)
+    trained = train(model, pairs, recipe)
     summary = {
         "system": f"marian (transformers {transformers.__version__}, torch {torch.__version__})",
         "minutes": FLAGS.minutes,
+        "hparams_set": FLAGS.hparams_set,
+        **recipe.settings(),
         "steps": trained["steps"],
         "train_seconds": round(trained["seconds"], 1),
         "target_tokens_per_second": round(trained["tokens"] / trained["seconds"], 1),
         "checkpoints": {
-            "last": {name: evaluate(model, processor, name, out_dir) for name in FLAGS.test_sets}
+            "last": {
+                name: evaluate(model, processor, recipe, name, out_dir) for name in FLAGS.test_sets
+            }
         },
     }
     print(json.dumps(summary), flush=True)
