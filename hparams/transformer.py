@@ -156,10 +156,12 @@ def transformer_parsing_small() -> TransformerHParams:
     Pre-norm: its residual path keeps each word's embedding in the encoder's
     output, where post-norm at this learning rate can wash it out in a short
     run; the schedule peaks at 1.6e-3 after 400 steps, as transformer_small_cpu's.
-    leaf_positions: the decoder is told which word comes next instead of
-    having to count its XX (on the synthetic treebank, 400 steps: F1 59 -> 72),
-    and the encoder's positions count words, not pieces (WSJ sample, dev split,
-    30 minutes, beam 4: F1 25.7 -> 40.1).
+    leaf_words: each decoder input also carries the encoder's output at the word
+    the tree writes next, so the decoder need not learn through attention which
+    word each XX stands for (WSJ sample, dev split, 10 minutes, greedy: F1
+    12.5 with leaf_positions, 65.3 with leaf_words; synthetic treebank:
+    F1 80 after 300 steps with leaf_positions, 97 after 200 with leaf_words);
+    the encoder's positions count words, not pieces.
     """
     return replace(
         transformer_parsing_wsj(),
@@ -169,7 +171,7 @@ def transformer_parsing_small() -> TransformerHParams:
         d_k=64,
         d_v=64,
         layer_norm_position="pre",
-        leaf_positions=True,
+        leaf_words=True,
         warmup_steps=400,
         learning_rate=0.5,
     )

@@ -46,10 +46,10 @@ class UnsupportedModel(UserError):
 def check_supported(model: Transformer) -> None:
     """Refuses, in one paragraph naming the feature, what CTranslate2 cannot run."""
     hparams = model.hparams
-    if hparams.leaf_positions:
+    if hparams.reads_leaves():
         raise UnsupportedModel(
-            "this model adds the position of the next word to each decoder input "
-            "(leaf_positions=true, a parser's), which CTranslate2's decoder has no place for, "
+            "this model adds the position or the encoding of the next word to each decoder "
+            "input (leaf_positions=true or leaf_words=true, a parser's), which CTranslate2's decoder has no place for, "
             "so it cannot be exported to CTranslate2; decode it with t2t-decoder's default "
             "runtime or export it as a SavedModel."
         )

@@ -52,8 +52,9 @@ def count_params(
         total += 2 * layer_norm
     if hparams.position_encoding == "learned":
         total += 2 * hparams.max_length * d_model
-    if hparams.leaf_positions:  # The projection, and the table of word starts (not trained).
-        total += d_model * d_model + source_vocab
+    if hparams.reads_leaves():  # The table of word starts (not trained).
+        total += source_vocab
+    total += (hparams.leaf_positions + hparams.leaf_words) * d_model * d_model  # Projections.
     return total
 
 

@@ -57,10 +57,11 @@ class Transformer(keras.Model):
                 "The Transformer needs hparams.vocab_size: set it to the size of the "
                 "problem's vocabulary (the trainer does this from the problem)."
             )
-        if hparams.leaf_positions and hparams.leaf_id <= EOS_ID:
+        if hparams.reads_leaves() and hparams.leaf_id <= EOS_ID:
             raise UserError(
-                "leaf_positions=true needs hparams.leaf_id, the target id of a parse tree's "
-                "leaf (XX): the trainer sets it from a parsing problem's vocabulary."
+                "leaf_positions=true and leaf_words=true need hparams.leaf_id, the target id "
+                "of a parse tree's leaf (XX): the trainer sets it from a parsing problem's "
+                "vocabulary."
             )
         self.hparams = hparams
         self.use_xla = use_xla
@@ -101,11 +102,16 @@ class Transformer(keras.Model):
                 LearnedPositions(hparams.max_length, d_model, dtype=policy, name=name)
                 for name in ("encoder_positions", "decoder_positions")
             ]
-        self.leaf_projection = self.word_starts = None
+        self.leaf_projection = self.leaf_word_projection = self.word_starts = None
         if hparams.leaf_positions:
             self.leaf_projection = keras.layers.Dense(
                 d_model, use_bias=False, dtype=policy, name="leaf_positions"
             )
+        if hparams.leaf_words:
+            self.leaf_word_projection = keras.layers.Dense(
+                d_model, use_bias=False, dtype=policy, name="leaf_words"
+            )
+        if hparams.reads_leaves():
             # Per input id, 1 if its piece begins an encoder position (a word's
             # first piece, EOS): the encoder counts words, the decoder leaves,
             # and an unseen word split into pieces shifts neither. All ones
@@ -124,7 +130,7 @@ class Transformer(keras.Model):
         ids whose piece starts a word (`TreeTokens.word_start_ids`); EOS is one too."""
         self._build_if_needed()
         if self.word_starts is None:
-            raise ValueError("word positions are read only with leaf_positions=true.")
+            raise ValueError("word starts are read only with leaf_positions or leaf_words.")
         table = np.zeros([self.hparams.vocab_size], np.float32)
         table[list(word_start_ids)] = 1.0
         table[EOS_ID] = 1.0
@@ -167,8 +173,9 @@ class Transformer(keras.Model):
 
     def call(self, features: dict[str, tf.Tensor], training: bool = False) -> tf.Tensor:
         """{"inputs": [B, S], "targets": [B, T]} ids -> [B, T, V] float32 logits, V the targets' size."""
-        memory, memory_bias = self.encode(features["inputs"], training=training)
-        return self.decode(features["targets"], memory, memory_bias, training=training)
+        inputs = features["inputs"]
+        memory, memory_bias = self.encode(inputs, training=training)
+        return self.decode(features["targets"], memory, memory_bias, training, inputs)
 
     def encode(self, inputs: tf.Tensor, training: bool = False) -> tuple[tf.Tensor, tf.Tensor]:
         """[B, S] ids -> (encoder output [B, S, D], padding bias [B, 1, 1, S])."""
@@ -181,9 +188,15 @@ class Transformer(keras.Model):
         memory: tf.Tensor,
         memory_bias: tf.Tensor,
         training: bool = False,
+        inputs: tf.Tensor | None = None,
     ) -> tf.Tensor:
-        """Teacher-forced decoder: targets [B, T] -> logits [B, T, V] float32."""
-        x, _ = self._decoder_stack(targets, memory, memory_bias, training, with_weights=False)
+        """Teacher-forced decoder: targets [B, T] -> logits [B, T, V] float32.
+
+        inputs: the [B, S] ids memory encodes; needed with leaf_words.
+        """
+        x, _ = self._decoder_stack(
+            targets, memory, memory_bias, training, with_weights=False, inputs=inputs
+        )
         return self._logits(x)
 
     def attention_weights(
@@ -208,7 +221,7 @@ class Transformer(keras.Model):
         targets = tf.convert_to_tensor(targets, tf.int32)
         memory, memory_bias, encoder = self._encoder_stack(inputs, False, with_weights=True)
         _, (decoder, encoder_decoder) = self._decoder_stack(
-            targets, memory, memory_bias, False, with_weights=True
+            targets, memory, memory_bias, False, with_weights=True, inputs=inputs
         )
         kinds = {"encoder": encoder, "decoder": decoder, "encoder_decoder": encoder_decoder}
         return {kind: [tf.cast(w, tf.float32) for w in weights] for kind, weights in kinds.items()}
@@ -241,6 +254,7 @@ class Transformer(keras.Model):
         memory_bias: tf.Tensor,
         training: bool,
         with_weights: bool,
+        inputs: tf.Tensor | None = None,
     ) -> tuple[tf.Tensor, tuple[list[tf.Tensor], list[tf.Tensor]]]:
         """Teacher-forced decoder stack: targets [B, T] -> top layer output [B, T, D].
 
@@ -251,11 +265,16 @@ class Transformer(keras.Model):
         """
         self._check_length(targets, "targets")
         decoder_input = tf.pad(targets, [[0, 0], [1, 0]])[:, :-1]  # Shift right.
-        leaves = None
-        if self.leaf_projection is not None:  # Leaves among the inputs so far, this one included.
+        leaves = leaf_words = None
+        if self.word_starts is not None:  # Leaves among the inputs so far, this one included.
             is_leaf = tf.cast(decoder_input == self.hparams.leaf_id, tf.int32)
             leaves = tf.cumsum(is_leaf, axis=1)
-        x = self._embed(self.target_embedding, decoder_input, 1, 0, training, leaves)
+        if self.leaf_word_projection is not None:
+            if inputs is None:
+                raise ValueError("leaf_words=true decodes with the inputs' ids.")
+            words = self._word_memory(inputs, memory)
+            leaf_words = tf.gather(words, tf.minimum(leaves, tf.shape(words)[1] - 1), batch_dims=1)
+        x = self._embed(self.target_embedding, decoder_input, 1, 0, training, leaves, leaf_words)
         self_bias = causal_bias(tf.shape(targets)[1])
         self_weights, memory_weights = [], []
         for layer in self.decoder_layers:
@@ -302,8 +321,11 @@ class Transformer(keras.Model):
             for i, layer in enumerate(self.decoder_layers)
         }
         state["ancestors"] = tf.zeros([batch, beam_size, cache_length], tf.int32)
-        if self.leaf_projection is not None:  # Each row's leaves before its input token.
+        if self.word_starts is not None:  # Each row's leaves before its input token.
             state["leaves"] = tf.zeros([batch * beam_size], tf.int32)
+        words = None
+        if self.leaf_word_projection is not None:  # [B * K, S, D]: each row's sentence's.
+            words = tf.repeat(self._word_memory(inputs, memory), beam_size, axis=0)
         own_row = tf.range(beam_size)[tf.newaxis, :, tf.newaxis]
 
         def step(
@@ -317,13 +339,19 @@ class Transformer(keras.Model):
             ancestors = tf.where(tf.range(cache_length) == index, own_row, ancestors)
             self_bias = beam_step_bias(ancestors, index)
             new_state = {"ancestors": ancestors}
-            leaves = None
-            if self.leaf_projection is not None:
+            leaves = leaf_words = None
+            if self.word_starts is not None:
                 leaves = state["leaves"] if parents is None else tf.gather(state["leaves"], parents)
                 leaves += tf.cast(ids == self.hparams.leaf_id, tf.int32)
                 new_state["leaves"] = leaves
+                if words is not None:
+                    last = tf.shape(words)[1] - 1
+                    leaf_words = tf.gather(words, tf.minimum(leaves, last), batch_dims=1)
+                    leaf_words = leaf_words[:, tf.newaxis]
                 leaves = leaves[:, tf.newaxis]
-            x = self._embed(self.target_embedding, ids[:, tf.newaxis], 1, index, False, leaves)
+            x = self._embed(
+                self.target_embedding, ids[:, tf.newaxis], 1, index, False, leaves, leaf_words
+            )
             for i, layer in enumerate(self.decoder_layers):
                 cache = {"self": state[f"layer_{i}"], "memory": memory_caches[i]}
                 x, cache = layer.decode_step(x, cache, self_bias, memory_bias, index)
@@ -342,11 +370,14 @@ class Transformer(keras.Model):
         start: tf.Tensor | int,
         training: bool,
         leaves: tf.Tensor | None = None,
+        leaf_words: tf.Tensor | None = None,
     ) -> tf.Tensor:
         """Scaled embeddings plus positions start.., then dropout: [B, T] -> [B, T, D].
 
         leaves: [B, T] int, the leaves written before each position's word
         (`leaf_positions`): their projected sinusoid is added too.
+        leaf_words: [B, T, D], the encoding of each position's next word
+        (`leaf_words`), added projected.
         """
         x = embedding(ids)
         positions = tf.range(tf.shape(ids)[1]) + start
@@ -357,7 +388,19 @@ class Transformer(keras.Model):
         if leaves is not None and self.leaf_projection is not None:
             leaf_signal = self._position_signal(leaves, None)
             x = x + self.leaf_projection(tf.cast(leaf_signal, x.dtype))
+        if leaf_words is not None and self.leaf_word_projection is not None:
+            x = x + self.leaf_word_projection(tf.cast(leaf_words, x.dtype))
         return self.embedding_dropout(x, training=training)
+
+    def _word_memory(self, inputs: tf.Tensor, memory: tf.Tensor) -> tf.Tensor:
+        """[B, S] ids, [B, S, D] encodings -> [B, S, D]: row w holds the encoding of
+        word w's first piece (EOS's at the word count), zeros past the last word."""
+        assert self.word_starts is not None
+        starts = tf.gather(self.word_starts, inputs)  # [B, S], 1.0 where a word begins.
+        word = tf.cast(tf.cumsum(starts, axis=1), tf.int32) - 1
+        first = tf.one_hot(word, tf.shape(inputs)[1], dtype=memory.dtype)
+        first *= tf.cast(starts, memory.dtype)[..., tf.newaxis]  # [B, piece, word]
+        return tf.einsum("bpw,bpd->bwd", first, memory)
 
     def _position_signal(self, positions: tf.Tensor, stack: int | None) -> tf.Tensor:
         """[T] or [B, T] positions -> [1, T, D] or [B, T, D]: the stack's table, or the

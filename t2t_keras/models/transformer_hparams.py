@@ -34,6 +34,7 @@ class TransformerHParams(HParams):
         "shared_embeddings",
         "tie_target_embeddings",
         "leaf_positions",
+        "leaf_words",
     )
 
     # Model shape.
@@ -72,7 +73,11 @@ class TransformerHParams(HParams):
     # writes next (the sinusoid of the leaves already written, projected), which
     # the model would otherwise have to count; the trainer sets leaf_id.
     leaf_positions: bool = False
-    # The target id of a leaf (a parser's XX), read with leaf_positions; 0 = unset.
+    # Parsing: each decoder input also carries the encoder's output at the word its
+    # tree writes next (projected), a hard alignment of leaves to words that the
+    # model would otherwise have to learn through attention; EOS's once all are written.
+    leaf_words: bool = False
+    # The target id of a leaf (a parser's XX), read with leaf_positions or leaf_words; 0 = unset.
     leaf_id: int = 0
     # Longest sequence in tokens: longer training examples are dropped;
     # also the size of learned position tables.
@@ -146,6 +151,10 @@ class TransformerHParams(HParams):
     def targets_vocab_size(self) -> int:
         """The target embedding's and the softmax's rows: the width of the logits."""
         return self.target_vocab_size or self.vocab_size
+
+    def reads_leaves(self) -> bool:
+        """Whether the decoder is told where its tree is among the input's words."""
+        return self.leaf_positions or self.leaf_words
 
     def ignored_fields(self) -> dict[str, str]:
         """Adam's settings under Adafactor, warmup under a constant learning rate."""

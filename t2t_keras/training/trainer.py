@@ -352,15 +352,15 @@ def _problem_sizes(
 def _leaf_tokens(
     hparams: TransformerHParams, problem: Problem, encoders: dict[str, Vocabulary]
 ) -> TreeTokens | None:
-    """A parsing problem's leaf id and word starts, if leaf_positions asks for them."""
-    if not hparams.leaf_positions:
+    """A parsing problem's leaf id and word starts, if leaf_positions or leaf_words ask."""
+    if not hparams.reads_leaves():
         return None
     tokens = problem.tree_constraint(encoders)
     if tokens is None:
         raise UserError(
-            f"leaf_positions=true gives the decoder the position of the next word of a parse "
-            f"tree, but problem {problem.name!r} writes no trees (its target vocabulary has no "
-            "leaf XX and brackets); train it with leaf_positions=false."
+            f"leaf_positions=true and leaf_words=true tell the decoder the next word of a "
+            f"parse tree, but problem {problem.name!r} writes no trees (its target vocabulary "
+            "has no leaf XX and brackets); train it with both false."
         )
     return tokens
 

@@ -26,7 +26,8 @@ GOLD = [
 
 @pytest.fixture(scope="module")
 def parsing_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A root with tmp/ (the treebank), data/ and train/ (transformer_tiny, 4 steps)."""
+    """A root with tmp/ (the treebank), data/ and train/ (transformer_tiny, 4 steps,
+    reading the next word's encoding as transformer_parsing_small does)."""
     root = tmp_path_factory.mktemp("parsing")
     (root / "tmp").mkdir()
     for split, lines in (("train", GOLD[:120]), ("dev", GOLD[120:132]), ("test", GOLD[132:])):
@@ -35,7 +36,7 @@ def parsing_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "t2t-trainer",
         "--problem=parsing_english_wsj16k",
         "--hparams_set=transformer_tiny",
-        "--hparams=extra_length=12,shared_embeddings=false",
+        "--hparams=extra_length=12,shared_embeddings=false,leaf_words=true",
         "--generate_data",
         f"--tmp_dir={root / 'tmp'}",
         f"--data_dir={root / 'data'}",

@@ -259,12 +259,15 @@ def test_model_with_unequal_key_and_value_depths_is_refused(
     assert not os.listdir(tmp_path)  # Nothing half-written.
 
 
-def test_model_with_leaf_positions_is_refused(trained: TrainedModel, tmp_path: Path) -> None:
-    hparams = dataclasses.replace(trained.model.hparams, leaf_positions=True, leaf_id=5)
+@pytest.mark.parametrize("leaf_input", ["leaf_positions", "leaf_words"])
+def test_model_reading_leaves_is_refused(
+    trained: TrainedModel, tmp_path: Path, leaf_input: str
+) -> None:
+    hparams = dataclasses.replace(trained.model.hparams, **{leaf_input: True}, leaf_id=5)
     model = Transformer(hparams, use_xla=False)
     model.build()
     other = dataclasses.replace(trained, model=model, hparams=hparams)
-    with pytest.raises(UnsupportedModel, match=r"leaf_positions=true"):
+    with pytest.raises(UnsupportedModel, match=rf"{leaf_input}=true"):
         export_ctranslate2(other, str(tmp_path / "export"), DecodeHParams())
     assert not os.listdir(tmp_path)
 

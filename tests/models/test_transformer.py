@@ -74,6 +74,8 @@ def test_built_model_has_count_params_weights(set_name: str) -> None:
         "shared_embeddings=false",
         "shared_embeddings=false,tie_target_embeddings=false",
         "leaf_positions=true,leaf_id=4",
+        "leaf_words=true,leaf_id=4",
+        "leaf_positions=true,leaf_words=true,leaf_id=4",
     ],
 )
 def test_variants_have_count_params_weights(overrides: str) -> None:
@@ -191,7 +193,12 @@ def test_cached_decoding_reproduces_teacher_forcing(model: Transformer) -> None:
 
 @pytest.mark.parametrize(
     "overrides",
-    ["layer_norm_position=pre", "position_encoding=learned", "leaf_positions=true,leaf_id=4"],
+    [
+        "layer_norm_position=pre",
+        "position_encoding=learned",
+        "leaf_positions=true,leaf_id=4",
+        "leaf_words=true,leaf_positions=true,leaf_id=4",
+    ],
 )
 def test_cached_decoding_of_variants(overrides: str) -> None:
     model = build(TINY.override(overrides))
@@ -325,10 +332,11 @@ def test_target_vocab_size_zero_means_vocab_size() -> None:
     assert OWN_TARGET_SIZE.targets_vocab_size() == 7
 
 
-def test_leaf_positions_follow_each_beams_own_leaves() -> None:
+@pytest.mark.parametrize("leaf_input", ["leaf_positions", "leaf_words"])
+def test_leaf_inputs_follow_each_beams_own_leaves(leaf_input: str) -> None:
     # Two beams per sentence that wrote different tokens swap places: each row's
     # logits must then be those of the sequence its new parent wrote.
-    model = build(TINY.override("leaf_positions=true,leaf_id=4"))
+    model = build(TINY.override(f"{leaf_input}=true,leaf_id=4"))
     sequences = tf.constant([[4, 4, 5], [5, 6, 4], [4, 5, 4], [6, 6, 6]])
     inputs = tf.repeat(INPUTS, 2, axis=0)
     state, step = model.start_decoding(INPUTS, cache_length=4, beam_size=2)
@@ -344,9 +352,21 @@ def test_leaf_positions_follow_each_beams_own_leaves() -> None:
     assert not np.allclose(step_logits, unswapped, atol=1e-4)
 
 
-def test_leaf_positions_need_the_leaf_id() -> None:
+@pytest.mark.parametrize("leaf_input", ["leaf_positions", "leaf_words"])
+def test_leaf_inputs_need_the_leaf_id(leaf_input: str) -> None:
     with pytest.raises(UserError, match="leaf_id"):
-        build(TINY.override("leaf_positions=true"))
+        build(TINY.override(f"{leaf_input}=true"))
+
+
+def test_leaf_words_read_the_first_piece_of_each_word() -> None:
+    # Ids 5-9 start words and 4 continues one: [5, 4, 6, EOS, PAD] is words 0
+    # (pieces 0-1) and 1 (piece 2), then EOS as word 2; nothing is word 3 or 4.
+    model = build(TINY.override("leaf_words=true,leaf_id=4"))
+    model.set_word_starts([5, 6, 7, 8, 9])
+    memory = tf.random.stateless_normal([1, 5, 8], seed=[1, 2])
+    words = model._word_memory(tf.constant([[5, 4, 6, 1, 0]]), memory).numpy()[0]
+    np.testing.assert_allclose(words[:3], tf.gather(memory[0], [0, 2, 3]), atol=1e-6)
+    np.testing.assert_array_equal(words[3:], 0.0)
 
 
 def test_leaf_positions_give_the_pieces_of_a_word_its_position() -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Any
 
 import keras
 import pytest
@@ -25,19 +24,20 @@ from t2t_keras.training.trainer import train
 
 F1_BAR = 90.0  # Percent, as EVALB reports it.
 LEAF_MATCH_BAR = 0.95
-# transformer_tiny made wider (d_model 128), pre-norm and told the position of
-# the next word (leaf_positions), which learn to align one XX to each word in
-# far fewer steps; embeddings apart (a vocabulary per side); a short warmup to
-# a high peak rate, then the paper's decay; no dropout or label smoothing (the
-# data are noiseless); three length buckets, so the train step is traced three
-# times, not twenty.
+# transformer_tiny made wider (d_model 128), pre-norm, and given the encoding of
+# the word its tree writes next (leaf_words), so it need not learn through
+# attention which word each XX stands for; embeddings apart (a vocabulary per
+# side); a short warmup to a high peak rate, then the paper's decay; no dropout
+# or label smoothing (the data are noiseless); three length buckets, so the
+# train step is traced three times, not twenty. 200 steps (about 20 s on 2
+# cores): F1 94-97, one XX per word in 99.5-100% (seeds 1-3 at 150 steps: F1 92-95).
 HPARAMS = (
     "d_model=128,d_ff=512,d_k=32,d_v=32,layer_norm_position=pre,shared_embeddings=false,"
-    "leaf_positions=true,"
+    "leaf_words=true,"
     "learning_rate=0.5,warmup_steps=100,dropout=0.0,embedding_dropout=0.0,"
     "label_smoothing=0.0,max_length=64,min_length_bucket=16,length_bucket_step=2.0"
 )
-TRAIN_STEPS = 1500
+TRAIN_STEPS = 200
 SEED = 1
 TEST_SENTENCES = 200  # Of the test split's 300, to decode in a few seconds.
 
@@ -65,6 +65,7 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[keras.Model, Pars
         save_checkpoints_steps=TRAIN_STEPS,
         log_every_steps=100,
         random_seed=SEED,
+        xla="off",  # Compiling each bucket's attention costs more than 200 steps save.
     )
     result = train(
         problem,
@@ -82,12 +83,9 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[keras.Model, Pars
 def parse_test_split(model: keras.Model, problem: ParsingProblem, data_dir: Path) -> Parses:
     """Greedy parses of the test split, scored against its gold trees."""
     sources, gold = zip(*problem.text_examples(str(data_dir), "test", TEST_SENTENCES), strict=True)
-    settings: dict[str, Any] = {"beam_size": 1, "batch_size": 256}
-    if "tree_constraint" in {field.name for field in dataclasses.fields(DecodeHParams)}:
-        settings["tree_constraint"] = False  # Measure the model, not a constrained search.
-    translator = Translator(
-        model, problem.feature_encoders(str(data_dir)), DecodeHParams(**settings)
-    )
+    # Unconstrained, which would write one XX per word whatever the model: measure the model.
+    settings = DecodeHParams(beam_size=1, batch_size=256, tree_constraint=False)
+    translator = Translator(model, problem.feature_encoders(str(data_dir)), settings)
     outputs = [translation.text for translation in translator.translate(sources)]
     leaf_matches = sum(
         output.split().count(POS_PLACEHOLDER) == len(source.split())
@@ -98,10 +96,6 @@ def parse_test_split(model: keras.Model, problem: ParsingProblem, data_dir: Path
     return Parses(f1=everything.f1, leaf_match=leaf_matches / len(sources))
 
 
-# Not yet in `make test`: 1500 steps take minutes on 2 cores, not seconds, and
-# without leaf_positions raw outputs matched the word count for 88-92% of
-# sentences, under LEAF_MATCH_BAR (after 400 steps: 59% without, 76% with).
-@pytest.mark.slow
 def test_a_tiny_transformer_learns_to_parse_held_out_sentences(
     trained: tuple[keras.Model, ParsingProblem, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
