@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from loss_curves import curve_point
+
 from t2t_keras import registry
 from t2t_keras.training import make_strategy
 from t2t_keras.training.config import TrainConfig
@@ -47,10 +49,14 @@ def budget(minutes: float, average: int) -> dict[str, Any]:
     }
 
 
-def run_summary(result: TrainResult) -> dict[str, float]:
-    """Steps, seconds and target tokens per second of a run, for a JSON line."""
+def run_summary(result: TrainResult) -> dict[str, Any]:
+    """Steps, seconds, target tokens per second and loss curve of a run, for a JSON line."""
     return {
         "steps": result.step,
         "train_seconds": round(result.seconds, 1),
         "target_tokens_per_second": round(result.target_tokens_per_second, 1),
+        "loss_curve": [
+            curve_point(point["step"], point["seconds"], point["target_tokens"], point["loss"])
+            for point in result.loss_curve
+        ],
     }

@@ -5,7 +5,8 @@ Trains transformers' MarianMTModel (PyTorch, fp32, CPU) with the sizes of
 post-norm layers, sinusoid positions, shared embeddings) on the same data and
 the same 8k SentencePiece vocabulary as `train_multi30k.py`, for a wall-clock
 budget, then decodes the raw test files with beam search and scores them with
-`multi30k.score`, so its JSON line compares with ours.
+`multi30k.score`, so its JSON line compares with ours, its "loss_curve"
+included (`loss_curves.py` draws both).
 
 By default (--recipe=ours) the peer also takes the set's recipe as our trainer
 and decoder apply it: schedule, length-bucketed batches, label smoothing,
@@ -40,6 +41,7 @@ import sentencepiece as spm
 import torch
 import transformers
 from absl import app, flags, logging
+from loss_curves import curve_point
 from multi30k import PROBLEM, corpus_path, prepare_data, read_lines, score
 from peer_recipe import Recipe
 from transformers import MarianConfig, MarianMTModel
@@ -140,10 +142,15 @@ def batches_forever(
 def train(
     model: MarianMTModel, pairs: Sequence[tuple[list[int], list[int]]], recipe: Recipe
 ) -> dict:
-    """Trains until --minutes of wall time are spent; returns steps, seconds, target tokens."""
+    """Trains until --minutes of wall time are spent.
+
+    Returns steps, seconds, target tokens and the loss curve: per 100 steps, the
+    loss per target token over them, as our trainer's `TrainResult.loss_curve`.
+    """
     optimizer = torch.optim.Adam(model.parameters(), betas=(0.9, 0.98), eps=1e-9)
     batches = batches_forever(pairs, recipe, random.Random(FLAGS.seed))
-    step, tokens, logged_loss, budget = 0, 0, 0.0, FLAGS.minutes * 60
+    step, tokens, budget, curve = 0, 0, FLAGS.minutes * 60, []
+    interval_loss, interval_tokens = 0.0, 0
     model.train()
     start = time.monotonic()
     while time.monotonic() - start < budget:
@@ -159,22 +166,30 @@ def train(
             decoder_input_ids=decoder_inputs,
         ).logits
         count = int(labels.ne(PAD_ID).sum())
-        loss = recipe.loss_sum(logits, labels, PAD_ID) / count
+        loss_sum = recipe.loss_sum(logits, labels, PAD_ID)
         optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        (loss_sum / count).backward()
         optimizer.step()
         tokens += count
-        logged_loss += loss.item()
+        interval_loss += loss_sum.item()
+        interval_tokens += count
         if step % 100 == 0:
+            seconds = time.monotonic() - start
+            curve.append(curve_point(step, seconds, tokens, interval_loss / interval_tokens))
             logging.info(
                 "step %d loss %.3f lr %.2e %.0f target tokens/s",
                 step,
-                logged_loss / 100,
+                curve[-1]["loss"],
                 recipe.learning_rate(step),
-                tokens / (time.monotonic() - start),
+                tokens / seconds,
             )
-            logged_loss = 0.0
-    return {"steps": step, "seconds": time.monotonic() - start, "tokens": tokens}
+            interval_loss, interval_tokens = 0.0, 0
+    return {
+        "steps": step,
+        "seconds": time.monotonic() - start,
+        "tokens": tokens,
+        "loss_curve": curve,
+    }
 
 
 def output_ids(row: Sequence[int]) -> list[int]:
@@ -274,6 +289,7 @@ def main(argv: list[str]) -> None:
         "steps": trained["steps"],
         "train_seconds": round(trained["seconds"], 1),
         "target_tokens_per_second": round(trained["tokens"] / trained["seconds"], 1),
+        "loss_curve": trained["loss_curve"],
         "checkpoints": {
             "last": {
                 name: evaluate(model, processor, recipe, name, out_dir) for name in FLAGS.test_sets

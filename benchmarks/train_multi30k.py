@@ -13,8 +13,9 @@ the end (t2t-trainer's --average_checkpoints). Then, as t2t-decoder
 --test_sets entry with the last and with the averaged checkpoint (beam 4 and
 the set's alpha unless --decode_hparams says otherwise) and scores the output
 with sacreBLEU against the raw reference. Prints one JSON line: steps, target
-tokens/s and, per checkpoint and test set, BLEU, brevity penalty, length
-ratio and the number of empty outputs for non-empty inputs.
+tokens/s, the training loss every 100 steps ("loss_curve", drawn by
+loss_curves.py) and, per checkpoint and test set, BLEU, brevity penalty,
+length ratio and the number of empty outputs for non-empty inputs.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ FLAGS = flags.FLAGS
 
 
 def train_for_budget(data_dir: str, output_dir: str) -> dict:
-    """Trains for --minutes; returns steps, seconds and target tokens/s."""
+    """Trains for --minutes; returns steps, seconds, target tokens/s and the loss curve."""
     result = train_without_evaluation(
         PROBLEM,
         FLAGS.hparams_set,

@@ -16,6 +16,10 @@ from t2t_keras.training.config import TrainConfig
 class Progress:
     """Logs every `log_every_steps` and writes summaries (on the chief).
 
+    Each log also appends a point to `loss_curve`: the step, wall seconds since
+    training started, target tokens seen so far, and the training loss per
+    target token over the steps since the last log (not only the last step's).
+
     Args:
       output_dir: summaries go to output_dir (training) and output_dir/eval.
       config: train_steps, log_every_steps, profile_steps.
@@ -36,8 +40,9 @@ class Progress:
             tf.summary.create_file_writer(os.path.join(output_dir, "eval")) if chief else None
         )
         self.started = self.window_start = time.monotonic()
-        self.window = {"source_tokens": 0.0, "target_tokens": 0.0, "steps": 0}
+        self.window = _empty_window()
         self.totals = {"source_tokens": 0.0, "target_tokens": 0.0}
+        self.loss_curve: list[dict[str, float]] = []
         self.profiling = False
 
     def maybe_profile(self, step: int) -> None:
@@ -57,6 +62,8 @@ class Progress:
         for name in ("source_tokens", "target_tokens"):
             self.window[name] += metrics[name]
             self.totals[name] += metrics[name]
+        # metrics["loss"] is per target token of the step: weighted back to a sum.
+        self.window["loss_sum"] += metrics["loss"] * metrics["target_tokens"]
         self.window["steps"] += 1
         if step % self.config.log_every_steps and step != self.config.train_steps:
             return
@@ -70,6 +77,14 @@ class Progress:
             remaining = min(remaining, self.config.max_seconds - (now - self.started))
         learning_rate = float(tf.convert_to_tensor(self.optimizer.learning_rate))
         loss, grad_norm = metrics["loss"], metrics["grad_norm"]
+        self.loss_curve.append(
+            {
+                "step": step,
+                "seconds": now - self.started,
+                "target_tokens": self.totals["target_tokens"],
+                "loss": self.window["loss_sum"] / max(self.window["target_tokens"], 1.0),
+            }
+        )
         logging.info(
             "step %d/%d  loss %.4f  lr %.3g  grad_norm %.3g  tokens/s %.0f (source %.0f, "
             "target %.0f)  steps/s %.2f  ETA %s",
@@ -87,7 +102,7 @@ class Progress:
                 tf.summary.scalar("steps_per_second", steps_per_second)
             self.writer.flush()
         self.window_start = now
-        self.window = {"source_tokens": 0.0, "target_tokens": 0.0, "steps": 0}
+        self.window = _empty_window()
 
     def evaluate(self, step: int, evaluator: Callable[[], dict[str, float]]) -> dict[str, float]:
         """Runs the evaluator, logs its metrics and writes them to output_dir/eval.
@@ -109,13 +124,14 @@ class Progress:
         return metrics
 
     def finish(self, result: Any) -> None:
-        """Sets result.tokens_per_second and logs the run's summary."""
+        """Sets result.tokens_per_second and result.loss_curve; logs the run's summary."""
         if self.profiling:
             tf.profiler.experimental.stop()
         seconds = max(time.monotonic() - self.started, 1e-9)
         tokens = self.totals["source_tokens"] + self.totals["target_tokens"]
         result.tokens_per_second = tokens / seconds
         result.target_tokens_per_second = self.totals["target_tokens"] / seconds
+        result.loss_curve = self.loss_curve
         logging.info(
             "Trained %d steps (to step %d) in %s, %.0f tokens/s; dev %s; checkpoint %s.",
             result.step - self.first_step, result.step, _duration(seconds),
@@ -123,6 +139,11 @@ class Progress:
             ", ".join(f"{n} {v:.4f}" for n, v in result.eval.items()) or "not evaluated",
             result.checkpoint,
         )  # fmt: skip
+
+
+def _empty_window() -> dict[str, float]:
+    """The sums of a log interval: tokens, summed token losses and steps."""
+    return {"source_tokens": 0.0, "target_tokens": 0.0, "loss_sum": 0.0, "steps": 0}
 
 
 def _duration(seconds: float) -> str:

@@ -52,6 +52,9 @@ class TrainResult:
     averaged_checkpoint: str | None = None
     # The last dev metrics (chief only).
     eval: dict[str, float] = dataclasses.field(default_factory=dict)
+    # One point per log (log_every_steps): step, seconds since the loop began, target
+    # tokens seen, and the training loss per target token over the interval.
+    loss_curve: list[dict[str, float]] = dataclasses.field(default_factory=list)
 
 
 def train(
