@@ -143,7 +143,12 @@ def _train_pre_norm(root: Path) -> None:
         max_length=64,
     )
     config = TrainConfig(
-        train_steps=80, eval_steps=0, eval_every_steps=0, eval_bleu_examples=0, random_seed=1
+        train_steps=80,
+        eval_steps=0,
+        eval_every_steps=0,
+        eval_bleu_examples=0,
+        random_seed=1,
+        xla="off",  # Compiling each bucket's attention costs more than a short run saves.
     )
     train(
         problem,
@@ -175,6 +180,7 @@ def _train_tiny(data_dir: Path, output_dir: Path) -> None:
         eval_bleu_examples=0,
         save_checkpoints_steps=50,
         random_seed=1,
+        xla="off",  # As above; decoding tests choose their own XLA setting.
     )
     train(
         registry.problem(NUMBER_WORDS),
