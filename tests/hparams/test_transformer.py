@@ -108,3 +108,4 @@ def test_small_cpu_set_warms_up_within_a_short_run() -> None:
     rates = {step: float(schedule.at_step(step)) for step in (200, 400, 1000, 3000)}
     assert rates[400] == pytest.approx(0.5 * 256**-0.5 * 400**-0.5, rel=1e-6)
     assert rates[200] < rates[400] and rates[400] > rates[1000] > rates[3000]
+    assert short.batch_size == 2048  # Twice small's updates in a fixed time.
