@@ -1,0 +1,52 @@
+"""Why a trained model's outputs are short, on files: t2t_keras.metrics.output_lengths.
+
+    .venv/bin/python benchmarks/output_lengths.py --run_dir=TRAIN --source=val.en \\
+        --reference=val.de [--decodes=val.decodes]
+
+Teacher-forces the model on every (source, reference) pair and prints one
+JSON line: cross-entropy with the true, another and an empty source; EOS
+probability inside the references and at their ends; and, with --decodes,
+the output/reference length ratio by reference length and, for the outputs
+under 0.8x their reference, how often the model scores the reference higher
+(rarely: a model error, not a search error).
+"""
+
+from __future__ import annotations
+
+import json
+
+from absl import app, flags
+
+from t2t_keras import catalog
+from t2t_keras.metrics.output_lengths import diagnose
+from t2t_keras.run.loading import load_trained
+
+flags.DEFINE_string("run_dir", None, "The training directory (or its averaged/).", required=True)
+flags.DEFINE_string("source", None, "Raw source file, one sentence a line.", required=True)
+flags.DEFINE_string("reference", None, "Raw reference file, line by line.", required=True)
+flags.DEFINE_string("decodes", None, "The model's outputs for --source, line by line.")
+FLAGS = flags.FLAGS
+
+
+def _lines(path: str) -> list[str]:
+    with open(path, encoding="utf-8") as file:
+        return file.read().split("\n")[:-1]
+
+
+def main(argv: list[str]) -> None:
+    del argv
+    catalog.load()
+    sources, references = _lines(FLAGS.source), _lines(FLAGS.reference)
+    outputs = _lines(FLAGS.decodes) if FLAGS.decodes else None
+    if len(sources) != len(references) or (outputs is not None and len(outputs) != len(sources)):
+        raise SystemExit(
+            f"--source has {len(sources)} lines, --reference {len(references)}"
+            + (f", --decodes {len(outputs)}" if outputs is not None else "")
+            + ": the files must hold the same sentences, one a line."
+        )
+    trained = load_trained(FLAGS.run_dir, use_xla=False)
+    print(json.dumps(diagnose(trained, sources, references, outputs)))
+
+
+if __name__ == "__main__":
+    app.run(main)
