@@ -45,7 +45,7 @@ def main(argv: list[str]) -> None:
             + ": the files must hold the same sentences, one a line."
         )
     trained = load_trained(FLAGS.run_dir, use_xla=False)
-    print(json.dumps(diagnose(trained, sources, references, outputs)))
+    print(json.dumps(diagnose(trained.model, trained.vocabs, sources, references, outputs)))
 
 
 if __name__ == "__main__":

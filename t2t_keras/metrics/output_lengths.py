@@ -21,15 +21,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import tensorflow as tf
 
 from t2t_keras.data.ids import EOS_ID, PAD_ID
-
-if TYPE_CHECKING:
-    from t2t_keras.run.loading import TrainedModel
+from t2t_keras.data.vocab import Vocabulary
 
 LENGTH_BINS = ((0, 10), (10, 15), (15, 20), (20, 25), (25, 30), (30, 10**6))
 
@@ -40,19 +38,19 @@ def _padded(rows: Sequence[list[int]]) -> np.ndarray:
 
 
 def teacher_forced_scores(
-    trained: TrainedModel, sources: Sequence[str], targets: Sequence[str], batch: int = 64
+    model: tf.keras.Model,
+    vocabs: dict[str, Vocabulary],
+    sources: Sequence[str],
+    targets: Sequence[str],
+    batch: int = 64,
 ) -> list:
     """Per pair: (log-probability of each target token, P(EOS) at each position)."""
     results = []
     for start in range(0, len(sources), batch):
-        inputs = [
-            [*trained.vocabs["inputs"].encode(text), EOS_ID] for text in sources[start:][:batch]
-        ]
-        outputs = [
-            [*trained.vocabs["targets"].encode(text), EOS_ID] for text in targets[start:][:batch]
-        ]
+        inputs = [[*vocabs["inputs"].encode(text), EOS_ID] for text in sources[start:][:batch]]
+        outputs = [[*vocabs["targets"].encode(text), EOS_ID] for text in targets[start:][:batch]]
         features = {"inputs": _padded(inputs), "targets": _padded(outputs)}
-        log_probs = tf.nn.log_softmax(trained.model(features, training=False)).numpy()
+        log_probs = tf.nn.log_softmax(model(features, training=False)).numpy()
         for row, ids in enumerate(outputs):
             positions = np.arange(len(ids))
             results.append(
@@ -77,11 +75,15 @@ def _length_ratios(outputs: Sequence[str], references: Sequence[str]) -> dict[st
 
 
 def diagnose(
-    trained: TrainedModel, sources: list[str], references: list[str], outputs: list[str] | None
+    model: tf.keras.Model,
+    vocabs: dict[str, Vocabulary],
+    sources: list[str],
+    references: list[str],
+    outputs: list[str] | None,
 ) -> dict[str, Any]:
-    true = teacher_forced_scores(trained, sources, references)
-    shifted = teacher_forced_scores(trained, sources[1:] + sources[:1], references)
-    empty = teacher_forced_scores(trained, [""] * len(sources), references)
+    true = teacher_forced_scores(model, vocabs, sources, references)
+    shifted = teacher_forced_scores(model, vocabs, sources[1:] + sources[:1], references)
+    empty = teacher_forced_scores(model, vocabs, [""] * len(sources), references)
     inside = np.concatenate([eos[:-1] for _, eos in true])
     summary = {
         "cross_entropy": {
@@ -98,7 +100,7 @@ def diagnose(
         },
     }
     if outputs is not None:
-        own = teacher_forced_scores(trained, sources, outputs)
+        own = teacher_forced_scores(model, vocabs, sources, outputs)
         short = [
             i
             for i, text in enumerate(outputs)

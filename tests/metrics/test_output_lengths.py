@@ -26,7 +26,7 @@ def test_diagnosis_of_cut_outputs(trained: TrainedModel, number_words_data: Path
     # Outputs that stop halfway: the model, which learned where numbers end, scores
     # every reference above them, though each is the reference's own beginning.
     cut = [" ".join(text.split()[: len(text.split()) // 2]) for text in references]
-    summary = diagnose(trained, sources, references, cut)
+    summary = diagnose(trained.model, trained.vocabs, sources, references, cut)
     entropy = summary["cross_entropy"]
     assert entropy["source"] < 0.5 * min(entropy["other_source"], entropy["empty_source"])
     assert summary["eos"]["inside"] < 0.05 < 0.5 < summary["eos"]["at_end"]
