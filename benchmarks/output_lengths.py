@@ -18,6 +18,8 @@ import json
 from absl import app, flags
 
 from t2t_keras import catalog
+from t2t_keras.errors import UserError
+from t2t_keras.files import read_text_lines
 from t2t_keras.metrics.output_lengths import diagnose
 from t2t_keras.run.loading import load_trained
 
@@ -28,16 +30,15 @@ flags.DEFINE_string("decodes", None, "The model's outputs for --source, line by 
 FLAGS = flags.FLAGS
 
 
-def _lines(path: str) -> list[str]:
-    with open(path, encoding="utf-8") as file:
-        return file.read().split("\n")[:-1]
-
-
 def main(argv: list[str]) -> None:
     del argv
     catalog.load()
-    sources, references = _lines(FLAGS.source), _lines(FLAGS.reference)
-    outputs = _lines(FLAGS.decodes) if FLAGS.decodes else None
+    try:
+        sources = read_text_lines(FLAGS.source, "--source")
+        references = read_text_lines(FLAGS.reference, "--reference")
+        outputs = read_text_lines(FLAGS.decodes, "--decodes") if FLAGS.decodes else None
+    except UserError as error:
+        raise SystemExit(str(error)) from None
     if len(sources) != len(references) or (outputs is not None and len(outputs) != len(sources)):
         raise SystemExit(
             f"--source has {len(sources)} lines, --reference {len(references)}"

@@ -29,7 +29,7 @@ from matplotlib.image import AxesImage
 from matplotlib.text import Text
 from matplotlib.textpath import text_to_path
 
-from t2t_keras.data.ids import EOS_ID, PAD_ID
+from t2t_keras.data.ids import EOS_ID, PAD_ID, padded_ids
 from t2t_keras.data.vocab import Vocabulary
 from t2t_keras.errors import UserError
 from t2t_keras.models.transformer import Transformer
@@ -121,13 +121,9 @@ def _weights_by_sentence(
     if not pairs:
         return []
 
-    def padded(rows: list[list[int]]) -> np.ndarray:
-        batch = np.full([len(rows), max(map(len, rows))], PAD_ID, np.int32)
-        for row, ids in zip(batch, rows, strict=True):
-            row[: len(ids)] = ids
-        return batch
-
-    batch = model.attention_weights(padded([s for s, _ in pairs]), padded([o for _, o in pairs]))
+    batch = model.attention_weights(
+        padded_ids([s for s, _ in pairs]), padded_ids([o for _, o in pairs])
+    )
     batch = {kind: [layer.numpy() for layer in batch[kind]] for kind in KINDS}
     # Padded source keys are masked, and padded targets come after every real one
     # (the decoder is causal): cut off, each sentence's weights are as if run alone.

@@ -26,15 +26,10 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from t2t_keras.data.ids import EOS_ID, PAD_ID
+from t2t_keras.data.ids import EOS_ID, padded_ids
 from t2t_keras.data.vocab import Vocabulary
 
 LENGTH_BINS = ((0, 10), (10, 15), (15, 20), (20, 25), (25, 30), (30, 10**6))
-
-
-def _padded(rows: Sequence[list[int]]) -> np.ndarray:
-    width = max(len(row) for row in rows)
-    return np.array([row + [PAD_ID] * (width - len(row)) for row in rows], np.int32)
 
 
 def teacher_forced_scores(
@@ -47,9 +42,13 @@ def teacher_forced_scores(
     """Per pair: (log-probability of each target token, P(EOS) at each position)."""
     results = []
     for start in range(0, len(sources), batch):
-        inputs = [[*vocabs["inputs"].encode(text), EOS_ID] for text in sources[start:][:batch]]
-        outputs = [[*vocabs["targets"].encode(text), EOS_ID] for text in targets[start:][:batch]]
-        features = {"inputs": _padded(inputs), "targets": _padded(outputs)}
+        inputs = [
+            [*vocabs["inputs"].encode(text), EOS_ID] for text in sources[start : start + batch]
+        ]
+        outputs = [
+            [*vocabs["targets"].encode(text), EOS_ID] for text in targets[start : start + batch]
+        ]
+        features = {"inputs": padded_ids(inputs), "targets": padded_ids(outputs)}
         log_probs = tf.nn.log_softmax(model(features, training=False)).numpy()
         for row, ids in enumerate(outputs):
             positions = np.arange(len(ids))
