@@ -19,9 +19,16 @@ from pathlib import Path
 
 import pytest
 
-from t2t_keras import catalog, registry
-from t2t_keras.problems.number_words import TranslateNumberWordsEnDe
-from t2t_keras.training import split_cpu
+# One pytest-xdist worker per core: each worker's TensorFlow (and each process a
+# test starts, which inherits this) gets its share of the cores rather than
+# spinning threads for all of them against the other workers.
+_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+if _WORKERS > 1:
+    os.environ.setdefault("TF_NUM_INTRAOP_THREADS", str(max(1, (os.cpu_count() or 1) // _WORKERS)))
+
+from t2t_keras import catalog, registry  # noqa: E402
+from t2t_keras.problems.number_words import TranslateNumberWordsEnDe  # noqa: E402
+from t2t_keras.training import split_cpu  # noqa: E402
 
 catalog.load()
 
