@@ -80,7 +80,9 @@ FLAGS = flags.FLAGS
 
 
 def build_model(vocab_size: int, hparams: TransformerHParams) -> MarianMTModel:
-    """The hparams set as a Marian model: same sizes, positions, norms, dropout and sharing."""
+    """The hparams set as a Marian model: same sizes, positions, norms, dropout and sharing,
+    and the set's N(0, initializer_stddev) weights (with 0, tensor2tensor's scheme, the
+    peer keeps its own N(0, 0.02))."""
     config = MarianConfig(
         vocab_size=vocab_size,
         d_model=hparams.d_model,
@@ -96,6 +98,7 @@ def build_model(vocab_size: int, hparams: TransformerHParams) -> MarianMTModel:
         activation_dropout=hparams.relu_dropout,
         max_position_embeddings=hparams.max_length,
         scale_embedding=True,
+        init_std=hparams.initializer_stddev or 0.02,
         share_encoder_decoder_embeddings=True,
         tie_word_embeddings=True,
         pad_token_id=PAD_ID,

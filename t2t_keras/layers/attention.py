@@ -31,6 +31,7 @@ from typing import Any
 import keras
 import tensorflow as tf
 
+from t2t_keras.layers import initializers
 from t2t_keras.layers.dropout import replica_seed
 from t2t_keras.layers.masks import MASKED
 
@@ -100,6 +101,8 @@ class MultiHeadAttention(keras.layers.Layer):
       value_depth: V, the value depth of one head.
       dropout: dropout rate on the attention weights.
       use_xla: run the core as one XLA-compiled function.
+      initializer_stddev: 0 for Glorot-uniform kernels, else N(0, this)
+        (`t2t_keras.layers.initializers`).
     """
 
     def __init__(
@@ -109,6 +112,7 @@ class MultiHeadAttention(keras.layers.Layer):
         value_depth: int,
         dropout: float = 0.0,
         use_xla: bool = True,
+        initializer_stddev: float = 0.0,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -117,6 +121,7 @@ class MultiHeadAttention(keras.layers.Layer):
         self.value_depth = value_depth
         self.dropout = dropout
         self.use_xla = use_xla
+        self.initializer_stddev = initializer_stddev
         self.seed_generator = keras.random.SeedGenerator()
 
     def build(self, query_shape: Any, memory_shape: Any = None) -> None:
@@ -124,9 +129,7 @@ class MultiHeadAttention(keras.layers.Layer):
         memory_width = d_model if memory_shape is None else memory_shape[-1]
 
         def weight(name: str, shape: tuple[int, ...], fan: tuple[int, int]) -> Any:
-            # Glorot uniform over the matrix as a whole (fan_in, fan_out), not per head.
-            limit = (6.0 / sum(fan)) ** 0.5
-            initializer = keras.initializers.RandomUniform(-limit, limit)
+            initializer = initializers.projection(self.initializer_stddev, *fan)
             return self.add_weight(name=name, shape=shape, initializer=initializer)
 
         heads, keys, values = self.num_heads, self.key_depth, self.value_depth
@@ -274,6 +277,7 @@ class MultiHeadAttention(keras.layers.Layer):
             "value_depth": self.value_depth,
             "dropout": self.dropout,
             "use_xla": self.use_xla,
+            "initializer_stddev": self.initializer_stddev,
         }
 
 

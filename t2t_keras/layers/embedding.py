@@ -7,26 +7,31 @@ from typing import Any
 import keras
 import tensorflow as tf
 
+from t2t_keras.layers import initializers
+
 
 class ScaledEmbedding(keras.layers.Layer):
     """A [vocab_size, d_model] matrix: ids -> vectors, and vectors -> logits.
 
     `call` looks ids up and multiplies by sqrt(d_model); `project` multiplies
     by the transpose, so one matrix can serve as input embedding and
-    pre-softmax projection (the paper's weight sharing).
+    pre-softmax projection (the paper's weight sharing). initializer_stddev: 0
+    for N(0, d_model^-0.5), unit variance after the scaling; else N(0, this).
     """
 
-    def __init__(self, vocab_size: int, d_model: int, **kwargs: Any) -> None:
+    def __init__(
+        self, vocab_size: int, d_model: int, initializer_stddev: float = 0.0, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         self.vocab_size = vocab_size
         self.d_model = d_model
+        self.initializer_stddev = initializer_stddev
 
     def build(self, input_shape: Any = None) -> None:
-        # Unit variance after the sqrt(d_model) scaling.
         self.embeddings = self.add_weight(
             name="embeddings",
             shape=(self.vocab_size, self.d_model),
-            initializer=keras.initializers.RandomNormal(stddev=self.d_model**-0.5),
+            initializer=initializers.embedding(self.initializer_stddev, self.d_model),
         )
 
     def call(self, ids: tf.Tensor) -> tf.Tensor:
@@ -41,4 +46,9 @@ class ScaledEmbedding(keras.layers.Layer):
         )
 
     def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), "vocab_size": self.vocab_size, "d_model": self.d_model}
+        return {
+            **super().get_config(),
+            "vocab_size": self.vocab_size,
+            "d_model": self.d_model,
+            "initializer_stddev": self.initializer_stddev,
+        }

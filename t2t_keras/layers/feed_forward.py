@@ -7,6 +7,7 @@ from typing import Any
 import keras
 import tensorflow as tf
 
+from t2t_keras.layers import initializers
 from t2t_keras.layers.dropout import Dropout
 
 
@@ -16,20 +17,35 @@ class FeedForward(keras.layers.Layer):
     Args:
       d_ff: inner width.
       relu_dropout: dropout on the ReLU output.
+      initializer_stddev: 0 for Glorot-uniform kernels, else N(0, this)
+        (`t2t_keras.layers.initializers`).
     """
 
-    def __init__(self, d_ff: int, relu_dropout: float = 0.0, **kwargs: Any) -> None:
+    def __init__(
+        self, d_ff: int, relu_dropout: float = 0.0, initializer_stddev: float = 0.0, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         self.d_ff = d_ff
         self.relu_dropout = relu_dropout
+        self.initializer_stddev = initializer_stddev
 
     def build(self, input_shape: Any) -> None:
+        d_model, stddev = input_shape[-1], self.initializer_stddev
         self.inner = keras.layers.Dense(
-            self.d_ff, activation="relu", dtype=self.dtype_policy, name="inner"
+            self.d_ff,
+            activation="relu",
+            kernel_initializer=initializers.projection(stddev, d_model, self.d_ff),
+            dtype=self.dtype_policy,
+            name="inner",
         )
         self.inner.build(input_shape)
         self.dropout = Dropout(self.relu_dropout, dtype=self.dtype_policy)
-        self.outer = keras.layers.Dense(input_shape[-1], dtype=self.dtype_policy, name="outer")
+        self.outer = keras.layers.Dense(
+            d_model,
+            kernel_initializer=initializers.projection(stddev, self.d_ff, d_model),
+            dtype=self.dtype_policy,
+            name="outer",
+        )
         self.outer.build((*input_shape[:-1], self.d_ff))
 
     def call(self, x: tf.Tensor, training: bool = False) -> tf.Tensor:
@@ -37,4 +53,9 @@ class FeedForward(keras.layers.Layer):
         return self.outer(self.dropout(self.inner(x), training=training))
 
     def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), "d_ff": self.d_ff, "relu_dropout": self.relu_dropout}
+        return {
+            **super().get_config(),
+            "d_ff": self.d_ff,
+            "relu_dropout": self.relu_dropout,
+            "initializer_stddev": self.initializer_stddev,
+        }

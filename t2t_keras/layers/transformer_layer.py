@@ -27,6 +27,7 @@ class TransformerLayer(keras.layers.Layer):
       norm_position: "post" (the paper) or "pre".
       norm_epsilon: layer norm epsilon.
       use_xla: XLA-compile the attention core.
+      initializer_stddev: 0 for Glorot-uniform kernels, else N(0, this).
     """
 
     def __init__(
@@ -41,6 +42,7 @@ class TransformerLayer(keras.layers.Layer):
         norm_position: str = "post",
         norm_epsilon: float = 1e-6,
         use_xla: bool = True,
+        initializer_stddev: float = 0.0,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -54,6 +56,7 @@ class TransformerLayer(keras.layers.Layer):
         self.norm_position = norm_position
         self.norm_epsilon = norm_epsilon
         self.use_xla = use_xla
+        self.initializer_stddev = initializer_stddev
 
     def _make_attention(self, name: str) -> MultiHeadAttention:
         return MultiHeadAttention(
@@ -62,6 +65,7 @@ class TransformerLayer(keras.layers.Layer):
             self.value_depth,
             self.attention_dropout,
             self.use_xla,
+            self.initializer_stddev,
             dtype=self.dtype_policy,
             name=name,
         )
@@ -82,7 +86,11 @@ class TransformerLayer(keras.layers.Layer):
     def _build_feed_forward(self, x_shape: Any) -> None:
         """Creates and builds the feed-forward sub-layer and its residual block."""
         self.feed_forward = FeedForward(
-            self.d_ff, self.relu_dropout, dtype=self.dtype_policy, name="feed_forward"
+            self.d_ff,
+            self.relu_dropout,
+            self.initializer_stddev,
+            dtype=self.dtype_policy,
+            name="feed_forward",
         )
         self.feed_forward.build(x_shape)
         self.feed_forward_block = self._make_block("feed_forward_block")
@@ -106,4 +114,5 @@ class TransformerLayer(keras.layers.Layer):
             "norm_position": self.norm_position,
             "norm_epsilon": self.norm_epsilon,
             "use_xla": self.use_xla,
+            "initializer_stddev": self.initializer_stddev,
         }

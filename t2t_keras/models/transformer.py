@@ -7,6 +7,7 @@ a UserError here; `t2t_keras.decoding` truncates them with a warning instead.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -17,7 +18,13 @@ import tensorflow as tf
 from t2t_keras import registry
 from t2t_keras.data.ids import EOS_ID
 from t2t_keras.errors import UserError
-from t2t_keras.layers import DecoderLayer, EncoderLayer, LearnedPositions, ScaledEmbedding
+from t2t_keras.layers import (
+    DecoderLayer,
+    EncoderLayer,
+    LearnedPositions,
+    ScaledEmbedding,
+    initializers,
+)
 from t2t_keras.layers.dropout import Dropout
 from t2t_keras.layers.masks import beam_step_bias, causal_bias, padding_bias
 from t2t_keras.layers.position import sinusoid
@@ -80,8 +87,9 @@ class Transformer(keras.Model):
         """Token embeddings (one matrix, two or three), position tables, embedding dropout."""
         hparams, policy = self.hparams, self.dtype_policy
         d_model = hparams.d_model
+        stddev = hparams.initializer_stddev
         self.source_embedding = ScaledEmbedding(
-            hparams.vocab_size, d_model, dtype=policy, name="embedding"
+            hparams.vocab_size, d_model, stddev, dtype=policy, name="embedding"
         )
         self.target_embedding = self.source_embedding
         self.softmax_weights = self.source_embedding
@@ -89,12 +97,12 @@ class Transformer(keras.Model):
             # The target side has its own size: a parser's ~70 symbols need no 16k-way softmax.
             target_vocab = hparams.targets_vocab_size()
             self.target_embedding = ScaledEmbedding(
-                target_vocab, d_model, dtype=policy, name="target_embedding"
+                target_vocab, d_model, stddev, dtype=policy, name="target_embedding"
             )
             self.softmax_weights = self.target_embedding
             if not hparams.tie_target_embeddings:
                 self.softmax_weights = ScaledEmbedding(
-                    target_vocab, d_model, dtype=policy, name="softmax_weights"
+                    target_vocab, d_model, stddev, dtype=policy, name="softmax_weights"
                 )
         self.position_tables = None
         if hparams.position_encoding == "learned":
@@ -102,14 +110,33 @@ class Transformer(keras.Model):
                 LearnedPositions(hparams.max_length, d_model, dtype=policy, name=name)
                 for name in ("encoder_positions", "decoder_positions")
             ]
+        self._build_leaf_inputs()
+        self.embedding_dropout = Dropout(hparams.embedding_dropout, dtype=policy)
+
+    def _build_leaf_inputs(self) -> None:
+        """A parser's projections of leaf positions and leaf words, and its word-start table."""
+        hparams, policy = self.hparams, self.dtype_policy
+        d_model = hparams.d_model
+        # One initializer per matrix: an initializer's draws repeat with its seed.
+        kernel = functools.partial(
+            initializers.projection, hparams.initializer_stddev, d_model, d_model
+        )
         self.leaf_projection = self.leaf_word_projection = self.word_starts = None
         if hparams.leaf_positions:
             self.leaf_projection = keras.layers.Dense(
-                d_model, use_bias=False, dtype=policy, name="leaf_positions"
+                d_model,
+                use_bias=False,
+                kernel_initializer=kernel(),
+                dtype=policy,
+                name="leaf_positions",
             )
         if hparams.leaf_words:
             self.leaf_word_projection = keras.layers.Dense(
-                d_model, use_bias=False, dtype=policy, name="leaf_words"
+                d_model,
+                use_bias=False,
+                kernel_initializer=kernel(),
+                dtype=policy,
+                name="leaf_words",
             )
         if hparams.reads_leaves():
             # Per input id, 1 if its piece begins an encoder position (a word's
@@ -123,7 +150,6 @@ class Transformer(keras.Model):
                 dtype="float32",
                 name="word_starts",
             )
-        self.embedding_dropout = Dropout(hparams.embedding_dropout, dtype=policy)
 
     def set_word_starts(self, word_start_ids: Sequence[int]) -> None:
         """Makes the encoder's positions count words: word_start_ids are the input
@@ -150,6 +176,7 @@ class Transformer(keras.Model):
             "norm_position": hparams.layer_norm_position,
             "norm_epsilon": hparams.layer_norm_epsilon,
             "use_xla": self.use_xla,
+            "initializer_stddev": hparams.initializer_stddev,
             "dtype": self.dtype_policy,
         }
         self.encoder_layers = [

@@ -83,6 +83,13 @@ class TransformerHParams(HParams):
     # also the size of learned position tables.
     max_length: int = 256
 
+    # Initialization.
+
+    # 0: tensor2tensor's, Glorot-uniform projections and N(0, d_model^-0.5) token
+    # embeddings; above 0: projections and token embeddings all N(0, this), as BERT
+    # and Marian (0.02). Learned position tables keep N(0, d_model^-0.5).
+    initializer_stddev: float = 0.0
+
     # Regularization.
 
     # P_drop, the residual dropout on each sub-layer's output before the add.
@@ -211,6 +218,7 @@ _AT_LEAST_ONE = (
 )
 _NON_NEGATIVE = (
     "leaf_id",
+    "initializer_stddev",
     "vocab_size",
     "target_vocab_size",
     "warmup_steps",

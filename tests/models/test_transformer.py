@@ -83,6 +83,43 @@ def test_variants_have_count_params_weights(overrides: str) -> None:
     assert build(hparams).count_params() == count_params(hparams)
 
 
+# Every matrix there is: two vocabularies, three embeddings, a parser's leaf inputs.
+ALL_MATRICES = TINY.override(
+    "d_model=64,d_ff=128,d_k=16,d_v=16,vocab_size=300,target_vocab_size=200,"
+    "shared_embeddings=false,tie_target_embeddings=false,"
+    "leaf_positions=true,leaf_words=true,leaf_id=4"
+)
+
+
+def _fans(path: str, shape: tuple[int, ...]) -> tuple[int, int]:
+    """A kernel's (fan_in, fan_out), attention heads folded into the matrix."""
+    if path.endswith("attention/output"):  # [H, V, D]
+        return shape[0] * shape[1], shape[2]
+    return shape[0], int(np.prod(shape[1:]))
+
+
+@pytest.mark.parametrize("stddev", [0.0, 0.05])
+def test_initializer_stddev_sets_every_kernel_and_token_embedding(stddev: float) -> None:
+    keras.utils.set_random_seed(1)
+    model = build(ALL_MATRICES.override(f"initializer_stddev={stddev}"))
+    matrices = [w for w in model.weights if len(w.shape) >= 2]
+    # Per encoder layer 4 attention and 2 FFN kernels, per decoder layer 8 and 2;
+    # three token embeddings; two leaf projections.
+    assert len(matrices) == 2 * 6 + 2 * 10 + 3 + 2
+    for weight in matrices:
+        values = weight.numpy()
+        if weight.path.endswith("/embeddings"):
+            expected = stddev or 64**-0.5
+        elif stddev:
+            expected = stddev
+        else:  # Glorot uniform: bounded by sqrt(6 / (fan_in + fan_out)).
+            limit = (6.0 / sum(_fans(weight.path, weight.shape))) ** 0.5
+            assert np.abs(values).max() <= limit, weight.path
+            expected = limit / 3**0.5
+        assert abs(values.std() / expected - 1) < 0.1, (weight.path, values.std(), expected)
+        assert abs(values.mean()) < 0.1 * expected, weight.path
+
+
 # Checkpoints are keyed by these paths (t2t_keras.run.weights): they must never change.
 WEIGHT_PATHS = [
     "decoder_0/feed_forward/inner/bias",
