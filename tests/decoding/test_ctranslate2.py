@@ -215,23 +215,25 @@ def test_pre_norm_model_with_two_vocabularies_decodes_the_same(
 
 
 def test_int8_export_keeps_the_quality(
-    trained: TrainedModel,
-    export_dir: str,
-    examples: list[tuple[str, str]],
-    tmp_path: Path,
+    trained: TrainedModel, export_dir: str, number_words_data: Path, tmp_path: Path
 ) -> None:
+    # All 500 test sentences: int8 rounding flips a few outputs of this small
+    # model either way (3 of 500 here; which ones depends on the CPU's int8
+    # kernels), so on 50 sentences one or two flips decided the test. A broken
+    # quantization loses far more than 3 points.
     int8_dir = export_ctranslate2(trained, str(tmp_path / "int8"), DecodeHParams(), "int8")
     assert read_info(int8_dir)["quantization"] == "int8"
     assert os.path.getsize(f"{int8_dir}/model.bin") < 0.5 * os.path.getsize(
         f"{export_dir}/model.bin"
     )
+    examples = registry.problem(NUMBER_WORDS).text_examples(str(number_words_data), "test", -1)
     sources, references = (list(side) for side in zip(*examples, strict=True))
     settings = DecodeHParams()
     fp32 = CTranslate2Translator(export_dir, settings).translate(sources)
     int8 = CTranslate2Translator(int8_dir, settings).translate(sources)
     assert exact_match(fp32, references) > 50.0
-    assert abs(exact_match(int8, references) - exact_match(fp32, references)) <= 2.0
-    assert abs(char_bleu(int8, references) - char_bleu(fp32, references)) <= 1.0
+    assert exact_match(int8, references) >= exact_match(fp32, references) - 3.0
+    assert char_bleu(int8, references) >= char_bleu(fp32, references) - 1.0
 
 
 def test_heads_narrower_than_d_model_over_heads_export(
