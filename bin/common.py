@@ -14,13 +14,14 @@ import tempfile
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NoReturn
 
-from absl import app, flags
+from absl import app, flags, logging
 
 from t2t_keras import catalog, registry
 from t2t_keras.bin import tensor2tensor_flags, tensorflow_logs
 from t2t_keras.errors import UserError
 from t2t_keras.hparam import HParams
 from t2t_keras.models.transformer_hparams import TransformerHParams
+from t2t_keras.termination import Restartable
 
 if TYPE_CHECKING:
     from t2t_keras.data import Problem
@@ -155,6 +156,9 @@ def _use_source(problem: Problem) -> None:
 def run(main: Callable[[], int | None], uses_tensorflow: bool = True) -> NoReturn:
     """Runs `main` as an absl program; user errors exit with status 2.
 
+    A trainer stopped by a termination signal or a lost worker prints its
+    message and exits with the status that says "restart me".
+
     TensorFlow is imported (quietly) before `main` unless it does not use it.
     """
     _show_in_help(main.__module__)
@@ -168,6 +172,8 @@ def run(main: Callable[[], int | None], uses_tensorflow: bool = True) -> NoRetur
             return main()
         except UserError as error:
             fail(str(error))
+        except Restartable as stop:
+            _restartable_exit(stop)
         except Exception as error:
             message = no_room_message(error)
             if message is None:
@@ -175,6 +181,16 @@ def run(main: Callable[[], int | None], uses_tensorflow: bool = True) -> NoRetur
             fail(message)
 
     app.run(absl_main, flags_parser=_parse_flags)
+
+
+def _restartable_exit(stop: Restartable) -> NoReturn:
+    print(f"{_program()}: {' '.join(stop.message.split())}", file=sys.stderr)
+    if stop.hard_exit:
+        logging.flush()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(stop.exit_code)
+    sys.exit(stop.exit_code)
 
 
 def no_room_message(error: BaseException) -> str | None:

@@ -4,6 +4,8 @@ r"""t2t-trainer: trains a registered model on a registered problem.
         --data_dir=DATA --output_dir=TRAIN [--hparams="dropout=0.2"] [--train_steps=100000]
 
 Rerunning the same command resumes from the newest checkpoint in --output_dir.
+On SIGTERM (or --termination_signal) it saves the step it is at and exits with
+status 143; rerun the same command to resume.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from absl import flags
 from t2t_keras import registry
 from t2t_keras.bin import common
 from t2t_keras.errors import UserError
+from t2t_keras.termination import RESTARTABLE_EXIT_CODE, Termination, parse_signal
 
 if TYPE_CHECKING:
     from t2t_keras.training.config import TrainConfig
@@ -95,10 +98,23 @@ flags.DEFINE_enum(
 flags.DEFINE_list(
     "profile_steps", None, "FIRST,LAST: trace these steps with the TensorFlow profiler."
 )
+flags.DEFINE_string(
+    "termination_signal",
+    None,
+    "A signal handled like SIGTERM (always handled): save the step being trained and exit "
+    f"with status {RESTARTABLE_EXIT_CODE}; e.g. SIGUSR1 with SLURM's --signal=USR1@120.",
+)
 FLAGS = flags.FLAGS
+
+# Caught from the start (`run`), before TensorFlow loads: no signal goes unanswered.
+_TERMINATION = Termination()
 
 
 def main() -> int:
+    if FLAGS.termination_signal:
+        _TERMINATION.add_signal(parse_signal(FLAGS.termination_signal))
+    if FLAGS.distribution_strategy == "multi_worker_mirrored":
+        _TERMINATION.coordinate()  # All workers stop together, at one step.
     if common.start():
         return 0
     from t2t_keras.training import make_strategy, split_cpu
@@ -117,7 +133,10 @@ def main() -> int:
     if FLAGS.cpu_devices:
         split_cpu(FLAGS.cpu_devices)
     strategy = make_strategy(FLAGS.distribution_strategy, FLAGS.num_gpus)
-    train(problem, FLAGS.model, hparams, data_dir, output_dir, strategy, config, FLAGS.hparams_set)
+    train(
+        problem, FLAGS.model, hparams, data_dir, output_dir, strategy, config,
+        FLAGS.hparams_set, _TERMINATION,
+    )  # fmt: skip
     return 0
 
 
@@ -155,7 +174,8 @@ def _config() -> TrainConfig:
 
 def run() -> None:
     """Console entry point."""
-    common.run(main)
+    with _TERMINATION:
+        common.run(main)
 
 
 if __name__ == "__main__":

@@ -109,6 +109,7 @@ class Progress:
 
         The time it takes is left out of the training throughput.
         """
+        logging.info("Evaluating on the dev split at step %d.", step)
         started = time.monotonic()
         metrics = evaluator()
         self.window_start += time.monotonic() - started

@@ -20,12 +20,14 @@ from t2t_keras.errors import UserError
 from t2t_keras.models.transformer_hparams import TransformerHParams
 from t2t_keras.run import run_files
 from t2t_keras.run.weights import build_model, make_checkpoint
+from t2t_keras.termination import EvaluationInterrupted, Termination
 from t2t_keras.training.averaging import average_checkpoints
 from t2t_keras.training.checkpoints import CheckpointSaver
 from t2t_keras.training.config import TrainConfig
 from t2t_keras.training.evaluation import Evaluator
 from t2t_keras.training.lock import output_dir_lock
 from t2t_keras.training.optimizers import optimizer_from_hparams
+from t2t_keras.training.preemption import Guard, make_guard
 from t2t_keras.training.progress import Progress
 from t2t_keras.training.step import TrainStep
 from t2t_keras.training.strategies import is_chief, worker_id
@@ -66,6 +68,7 @@ def train(
     strategy: tf.distribute.Strategy,
     config: TrainConfig,
     hparams_set: str | None = None,
+    termination: Termination | None = None,
 ) -> TrainResult:
     """Trains (or resumes training) until config.train_steps (or config.max_seconds).
 
@@ -80,7 +83,15 @@ def train(
       config: steps, checkpoints, evaluation, XLA, precision.
       hparams_set: the name of the registered set `hparams` came from, recorded
         in run.json so the decoder can check what it is given.
+      termination: the installed termination signals (t2t-trainer's); on one,
+        training saves the step it is at and raises `Terminated`. None: no
+        signal is caught.
+
+    Raises:
+      Terminated: after a termination signal, once that step's checkpoint is written.
     """
+    termination = termination or Termination(signals=())
+    termination.install()  # Again: MultiWorkerMirroredStrategy's runtime took SIGTERM over.
     if config.deterministic:
         tf.config.experimental.enable_op_determinism()
     if config.random_seed is not None:
@@ -110,6 +121,8 @@ def train(
         )
         restored = saver.restore()
         at = _global_step(step.optimizer)
+        if restored:
+            termination.trained = termination.saved = at
         if at >= config.train_steps:
             result = _nothing_to_train(step.model, at, restored, output_dir, config)
             return _averaged(result, output_dir, config, chief)
@@ -127,8 +140,16 @@ def train(
                 jit_compile=config.xla != "off" and strategy.num_replicas_in_sync == 1,
                 skip_corrupt=config.skip_corrupt_records,
             )
-        result = _loop(problem, hparams, data_dir, strategy, config, step, saver, evaluator, chief)
-        return _averaged(result, output_dir, config, chief)
+        guard = make_guard(
+            strategy,
+            termination,
+            lambda at: _save(saver, termination, at),
+            lambda: _global_step(step.optimizer),
+            output_dir,
+        )
+        result = _loop(problem, hparams, data_dir, strategy, config, step, saver, evaluator, guard)
+        with termination.busy():
+            return _averaged(result, output_dir, config, chief)
 
 
 def _run_record(
@@ -198,13 +219,13 @@ def _loop(
     train_step: TrainStep,
     saver: CheckpointSaver,
     evaluator: Evaluator | None,
-    chief: bool,
+    guard: Guard,
 ) -> TrainResult:
-    optimizer = train_step.optimizer
+    optimizer, termination = train_step.optimizer, guard.termination
     step = _global_step(optimizer)
     iterator = _train_batches(problem, hparams, data_dir, strategy, config, step)
     train_files = problem.data_files(data_dir, "train")
-    progress = Progress(saver.output_dir, config, step, optimizer, chief)
+    progress = Progress(saver.output_dir, config, step, optimizer, saver.chief)
     start, evaluated = time.monotonic(), -1
     result = TrainResult(train_step.model, first_step=step, step=step)
     while step < config.train_steps:
@@ -214,36 +235,73 @@ def _loop(
             )
             break
         progress.maybe_profile(step + 1)
-        try:
-            # One read of the step's results; the host waits for the step here.
-            with damage.naming_damaged_shards(train_files, f"{problem.name} train"):
-                metrics = {name: float(value) for name, value in train_step(iterator).items()}
-        except tf.errors.OutOfRangeError:
-            raise UserError(
-                f"the train split of {problem.name} in {data_dir} has no example of at most "
-                f"max_length={problem.max_length(hparams.max_length)} tokens; regenerate the data or "
-                "raise max_length."
-            ) from None
-        step = _global_step(optimizer)
-        loss = metrics["loss"]
-        if not math.isfinite(loss):
-            raise UserError(
-                f"the training loss became {loss} at step {step}; training stopped. The last "
-                f"good checkpoint, {tf.train.latest_checkpoint(saver.output_dir)}, is kept. "
-                "Lower the learning rate, lengthen warmup_steps or set clip_gradient_norm "
-                "(--hparams=...), then rerun to resume from it."
-            )
+        with damage.naming_damaged_shards(train_files, f"{problem.name} train"):
+            metrics = _one_step(guard, train_step, iterator, problem, hparams, data_dir)
+        step = termination.trained = _global_step(optimizer)
+        _check_loss(metrics["loss"], step, saver.output_dir)
         progress.record(step, metrics)
         if saver.due(step):
-            saver.save(step)
+            _save(saver, termination, step)
+        guard.after_step(step)
         if evaluator and config.eval_every_steps and step % config.eval_every_steps == 0:
-            result.eval, evaluated = progress.evaluate(step, evaluator), step
-    result.checkpoint = saver.save(step)
+            result.eval, evaluated = _evaluate(progress, evaluator, guard, step), step
+    result.checkpoint = _save(saver, termination, step)
+    guard.after_step(step)  # Saved; a rerun finds nothing to train (and averages).
     if evaluator and evaluated != step:
         result.eval = progress.evaluate(step, evaluator)
     result.step, result.seconds = step, time.monotonic() - start
     progress.finish(result)
     return result
+
+
+def _one_step(
+    guard: Guard,
+    train_step: TrainStep,
+    iterator: Any,
+    problem: Problem,
+    hparams: TransformerHParams,
+    data_dir: str,
+) -> dict[str, float]:
+    """Runs one training step; its metrics, read once (the host waits for the step here)."""
+    try:
+        return {name: float(value) for name, value in guard.run(train_step, iterator).items()}
+    except tf.errors.OutOfRangeError:
+        raise UserError(
+            f"the train split of {problem.name} in {data_dir} has no example of at most "
+            f"max_length={problem.max_length(hparams.max_length)} tokens; regenerate the data or "
+            "raise max_length."
+        ) from None
+
+
+def _check_loss(loss: float, step: int, output_dir: str) -> None:
+    if not math.isfinite(loss):
+        raise UserError(
+            f"the training loss became {loss} at step {step}; training stopped. The last "
+            f"good checkpoint, {tf.train.latest_checkpoint(output_dir)}, is kept. "
+            "Lower the learning rate, lengthen warmup_steps or set clip_gradient_norm "
+            "(--hparams=...), then rerun to resume from it."
+        )
+
+
+def _save(saver: CheckpointSaver, termination: Termination, step: int) -> str | None:
+    """Saves ckpt-<step>; a termination signal meanwhile waits for it to be written."""
+    with termination.busy():
+        path = saver.save(step)
+        termination.saved = step
+    return path
+
+
+def _evaluate(
+    progress: Progress, evaluator: Evaluator, guard: Guard, step: int
+) -> dict[str, float]:
+    """A dev evaluation that a termination signal cuts short: the step is saved, not scored."""
+    try:
+        with guard.termination.interruptible():
+            return progress.evaluate(step, evaluator)
+    except EvaluationInterrupted:
+        logging.warning("The dev evaluation at step %d was interrupted: not recorded.", step)
+        guard.stop(step)
+        raise
 
 
 def _train_batches(

@@ -1,6 +1,9 @@
 """One worker of the multi-worker test: trains under TF_CONFIG, saves its final weights.
 
 python multi_worker_main.py DATA_DIR OUTPUT_DIR WEIGHTS.npz STEPS
+
+The same training as `trainer_processes.trainer_command` (under --deterministic),
+through the library rather than t2t-trainer.
 """
 
 from __future__ import annotations
@@ -30,11 +33,13 @@ def main(data_dir: str, output_dir: str, weights_path: str, steps: str) -> None:
         strategy,
         TrainConfig(
             train_steps=int(steps),
-            save_checkpoints_steps=2,
+            save_checkpoints_steps=4,
             eval_steps=1,
             eval_every_steps=0,
             eval_bleu_examples=0,
             random_seed=1,
+            deterministic=True,
+            xla="off",
         ),
     )
     np.savez(weights_path, *result.model.get_weights())

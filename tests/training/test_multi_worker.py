@@ -1,61 +1,155 @@
-"""Two worker processes on localhost under MultiWorkerMirroredStrategy (TF_CONFIG)."""
+"""Two worker processes on localhost under MultiWorkerMirroredStrategy (TF_CONFIG).
+
+A straight run through the library; then t2t-trainer's workers SIGTERMed (both
+save the same step), one SIGKILLed (the other stops at once with a paragraph
+naming it) and rerun: they end with the straight run's weights, bit for bit.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import re
+import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 import tensorflow as tf
+from trainer_processes import checkpoint_steps, lock_is_free, trainer_command, wait_for_line
 
 from t2t_keras.models import TransformerHParams
 from t2t_keras.run.weights import build_model, restore_model
+from t2t_keras.termination import RESTARTABLE_EXIT_CODE, WORKER_LOST_EXIT_CODE
 
 WORKER = Path(__file__).with_name("multi_worker_main.py")
-STEPS = 4
+STEPS = 24
+SAVE_COUNTER = "save_counter/.ATTRIBUTES/VARIABLE_VALUE"
 
 
-def _free_ports(count: int) -> list[int]:
-    sockets = [socket.socket() for _ in range(count)]
+@dataclasses.dataclass
+class Worker:
+    process: subprocess.Popen
+    log: Path
+    address: str
+
+
+def _cluster() -> dict[str, list[str]]:
+    sockets = [socket.socket() for _ in range(2)]
     for sock in sockets:
         sock.bind(("localhost", 0))
     ports = [sock.getsockname()[1] for sock in sockets]
     for sock in sockets:
         sock.close()
-    return ports
+    return {"worker": [f"localhost:{port}" for port in ports]}
 
 
-def test_two_workers_end_with_identical_weights(number_words_data: Path, tmp_path: Path) -> None:
-    cluster = {"worker": [f"localhost:{port}" for port in _free_ports(2)]}
-    output_dir = tmp_path / "train"
-    workers = []
-    for index in range(2):
+def _start(commands: list[list[str]], logs: Path) -> list[Worker]:
+    cluster, workers = _cluster(), []
+    logs.mkdir()
+    for index, command in enumerate(commands):
         config = {"cluster": cluster, "task": {"type": "worker", "index": index}}
         env = {**os.environ, "TF_CONFIG": json.dumps(config)}
-        command = [
-            sys.executable, str(WORKER), str(number_words_data), str(output_dir),
-            str(tmp_path / f"worker_{index}.npz"), str(STEPS),
-        ]  # fmt: skip
-        workers.append(subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True))
-    for worker in workers:
-        _, errors = worker.communicate(timeout=300)
-        assert worker.returncode == 0, errors[-3000:]
+        log = logs / f"worker_{index}.log"
+        with open(log, "w") as stderr:
+            process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=stderr)
+        workers.append(Worker(process, log, cluster["worker"][index]))
+    return workers
 
-    chief, other = (np.load(tmp_path / f"worker_{i}.npz") for i in range(2))
+
+@pytest.fixture(scope="module")
+def straight(number_words_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """output_dir of STEPS uninterrupted steps; worker_<i>.npz beside it: each one's weights."""
+    root = tmp_path_factory.mktemp("straight")
+    command = [sys.executable, str(WORKER), str(number_words_data), str(root / "train")]
+    workers = _start(
+        [[*command, str(root / f"worker_{i}.npz"), str(STEPS)] for i in range(2)], root / "logs"
+    )
+    for worker in workers:
+        assert worker.process.wait(timeout=300) == 0, worker.log.read_text()[-3000:]
+    return root / "train"
+
+
+def test_two_workers_end_with_identical_weights(straight: Path) -> None:
+    chief, other = (np.load(straight.parent / f"worker_{i}.npz") for i in range(2))
     assert len(chief.files) == len(other.files) > 0
     for name in chief.files:
         np.testing.assert_array_equal(chief[name], other[name])
 
     # Only the chief wrote output_dir; its newest checkpoint is the final step and loads.
-    latest = tf.train.latest_checkpoint(str(output_dir))
+    latest = tf.train.latest_checkpoint(str(straight))
     assert latest.endswith(f"ckpt-{STEPS}")
-    assert not list(output_dir.glob(".scratch_*/ckpt-*"))
-    hparams = TransformerHParams.from_json((output_dir / "hparams.json").read_text())
+    assert not list(straight.glob(".scratch_*"))
+    hparams = TransformerHParams.from_json((straight / "hparams.json").read_text())
     model = build_model("transformer", hparams)
     restore_model(model, latest)
     for restored, name in zip(model.get_weights(), chief.files, strict=True):
         np.testing.assert_array_equal(restored, chief[name])
+
+
+def _terminate_worker_1(command: list[str], output_dir: Path, logs: Path) -> int:
+    """SIGTERM to worker 1: both workers save the same step and exit restartably."""
+    workers = _start([command, command], logs)
+    wait_for_line(workers[1].log, r"step 2/", workers[1].process)
+    workers[1].process.send_signal(signal.SIGTERM)
+    for worker in workers:
+        code = worker.process.wait(timeout=120)
+        assert code == RESTARTABLE_EXIT_CODE, worker.log.read_text()[-3000:]
+    pattern = r"terminated (by SIGTERM|with the other workers .*) at step (\d+); checkpoint ckpt-\2"
+    lines = [re.search(pattern, worker.log.read_text()) for worker in workers]
+    assert all(lines), [worker.log.read_text()[-2000:] for worker in workers]
+    assert [line.group(1).startswith("with") for line in lines] == [True, False]
+    saved = {int(line.group(2)) for line in lines}
+    assert len(saved) == 1  # The same step on both.
+    step = saved.pop()
+    assert 2 <= step < STEPS - 2
+    assert max(checkpoint_steps(output_dir)) == step
+    assert not list(output_dir.glob(".scratch_*"))
+    return step
+
+
+def _kill_worker_1(command: list[str], output_dir: Path, logs: Path, after: int) -> None:
+    """SIGKILL to worker 1: worker 0 stops at once, naming it, and frees output_dir."""
+    workers = _start([command, command], logs)
+    wait_for_line(workers[1].log, rf"step {after + 1}/", workers[1].process)
+    workers[1].process.kill()
+    killed = time.monotonic()
+    code = workers[0].process.wait(timeout=120)
+    seconds = time.monotonic() - killed
+    text = workers[0].log.read_text()
+    assert code == WORKER_LOST_EXIT_CODE, text[-3000:]
+    assert re.search(rf"worker 1 at {workers[1].address} stopped answering after step \d+", text)
+    assert "Restart every worker with the same command" in text
+    assert "Traceback" not in text
+    assert seconds < 30, seconds  # At once when a connection fails; else the heartbeat timeout.
+    assert lock_is_free(output_dir)
+
+
+def test_workers_terminated_killed_and_rerun_end_as_if_never_interrupted(
+    number_words_data: Path, tmp_path: Path, straight: Path
+) -> None:
+    output_dir = tmp_path / "train"
+    command = [
+        *(c for c in trainer_command(number_words_data, output_dir) if "devices" not in c),
+        f"--train_steps={STEPS}",
+        "--save_checkpoints_steps=4",
+        "--distribution_strategy=multi_worker_mirrored",
+    ]
+    terminated_at = _terminate_worker_1(command, output_dir, tmp_path / "terminated")
+    _kill_worker_1(command, output_dir, tmp_path / "killed", terminated_at)
+
+    workers = _start([command, command], tmp_path / "rerun")
+    for worker in workers:
+        assert worker.process.wait(timeout=300) == 0, worker.log.read_text()[-3000:]
+    assert re.search(r"Resumed from .*ckpt-\d+\.", workers[0].log.read_text())
+    first = tf.train.load_checkpoint(str(straight / f"ckpt-{STEPS}"))
+    second = tf.train.load_checkpoint(str(output_dir / f"ckpt-{STEPS}"))
+    names = set(first.get_variable_to_shape_map())
+    assert names == set(second.get_variable_to_shape_map())
+    for name in names - {SAVE_COUNTER}:  # The stopped runs saved more often.
+        np.testing.assert_array_equal(first.get_tensor(name), second.get_tensor(name), name)

@@ -5,11 +5,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import shutil
-import signal
 import struct
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -23,7 +19,6 @@ from t2t_keras.models.transformer_hparams import TransformerHParams
 from t2t_keras.run.loading import load_trained
 from t2t_keras.training import make_strategy
 from t2t_keras.training.config import TrainConfig
-from t2t_keras.training.lock import output_dir_lock
 from t2t_keras.training.trainer import TrainResult, train
 
 PROBLEM = "translate_number_words_en_de"
@@ -184,35 +179,3 @@ def test_damaged_run_files_are_named(
     (output_dir / name).write_bytes(b"[1, 2]")
     with pytest.raises(UserError, match=f"{name} cannot be read: it holds no JSON object"):
         load_trained(str(output_dir), use_xla=False)
-
-
-def test_a_second_trainer_is_refused_and_a_killed_one_leaves_no_stale_lock(
-    number_words_data: Path, tmp_path: Path
-) -> None:
-    command = [
-        str(Path(sys.executable).parent / "t2t-trainer"),
-        f"--problem={PROBLEM}",
-        "--hparams_set=transformer_tiny",
-        "--hparams=num_encoder_layers=1,num_decoder_layers=1",
-        f"--data_dir={number_words_data}",
-        f"--output_dir={tmp_path}",
-        "--train_steps=1000000",
-        "--xla=off",
-    ]
-    first = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 120
-        lock = tmp_path / ".lock"
-        while str(first.pid) not in (lock.read_text() if lock.exists() else ""):
-            assert first.poll() is None and time.monotonic() < deadline
-            time.sleep(0.05)
-        second = subprocess.run(command, capture_output=True, text=True, timeout=120)
-        assert first.poll() is None
-    finally:
-        first.send_signal(signal.SIGKILL)
-        first.wait()
-    assert second.returncode == 2
-    assert f"is in use by another t2t-trainer (process {first.pid} on" in second.stderr
-    assert "Traceback" not in second.stderr
-    with output_dir_lock(str(tmp_path)):  # Released by the kill: not stale, no error.
-        pass

@@ -1,0 +1,123 @@
+"""Time from a termination signal to t2t-trainer's exit: what a preemption grace period needs.
+
+    .venv/bin/python benchmarks/preemption.py [--hparams_sets=transformer_tiny,transformer_base]
+        [--rounds=3] [--work_dir=DIR]
+
+For each hparams set and round, a real `t2t-trainer` (number words, XLA
+attention, as a user runs it) gets SIGTERM at two moments:
+
+- mid-training: at a random point inside a step after step 3; the trainer
+  finishes that step, saves it (model and Adam slots) and exits;
+- start-up: at a random moment between taking the output_dir lock and the
+  first step (building, restoring, the first compilation), when nothing is
+  unsaved; the trainer exits at once.
+
+Prints one JSON line: per set and moment, the median seconds from the signal
+to the process's end, the rounds' values, the exit codes, the steps saved and
+the size of a checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from absl import app, flags
+
+flags.DEFINE_list("hparams_sets", ["transformer_tiny", "transformer_base"], "Sets measured.")
+flags.DEFINE_integer("rounds", 3, "Signals per set and moment; the median is reported.")
+flags.DEFINE_string("work_dir", None, "Where data and checkpoints go; a temporary folder if unset.")
+FLAGS = flags.FLAGS
+
+PROBLEM = "translate_number_words_en_de"
+BIN = Path(sys.executable).parent
+
+
+def _trainer(data_dir: Path, output_dir: Path, hparams_set: str) -> list[str]:
+    return [
+        str(BIN / "t2t-trainer"),
+        f"--problem={PROBLEM}",
+        f"--hparams_set={hparams_set}",
+        f"--data_dir={data_dir}",
+        f"--output_dir={output_dir}",
+        "--train_steps=100000",
+        "--save_checkpoints_steps=100000",
+        "--eval_every_steps=0",
+        "--eval_bleu_examples=0",
+        "--log_step_count_steps=1",
+        "--xla=attention",
+    ]
+
+
+def _wait_for(log: Path, pattern: str, process: subprocess.Popen) -> float:
+    """Waits for a stderr line matching `pattern`; returns when it appeared."""
+    while not re.search(pattern, log.read_text(errors="replace")):
+        if process.poll() is not None:
+            raise RuntimeError(f"the trainer ended early: {log.read_text()[-2000:]}")
+        time.sleep(0.01)
+    return time.monotonic()
+
+
+def _signal_at(moment: str, command: list[str], output_dir: Path, rng: random.Random) -> dict:
+    log = output_dir.with_suffix(".log")
+    with open(log, "w") as stderr:
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=stderr)
+    if moment == "mid_training":
+        third = _wait_for(log, r"step 3/", process)
+        fourth = _wait_for(log, r"step 4/", process)
+        time.sleep(rng.uniform(0, fourth - third))  # Somewhere inside step 5.
+    else:
+        while not (output_dir / ".lock").exists():
+            time.sleep(0.01)
+        time.sleep(rng.uniform(0, 2))
+    sent = time.monotonic()
+    process.send_signal(signal.SIGTERM)
+    code = process.wait(timeout=600)
+    seconds = time.monotonic() - sent
+    found = re.search(r"terminated by SIGTERM at step (\d+)", log.read_text())
+    return {"seconds": round(seconds, 2), "exit_code": code, "step": found and int(found[1])}
+
+
+def _checkpoint_bytes(output_dir: Path) -> int:
+    return sum(path.stat().st_size for path in output_dir.glob("ckpt-*"))
+
+
+def main(argv: list[str]) -> None:
+    del argv
+    work = Path(FLAGS.work_dir or tempfile.mkdtemp(prefix="preemption_"))
+    data_dir = work / "data"
+    if not data_dir.exists():
+        subprocess.run(
+            [str(BIN / "t2t-datagen"), f"--problem={PROBLEM}", f"--data_dir={data_dir}",
+             f"--tmp_dir={work / 'tmp'}"],
+            check=True, capture_output=True,
+        )  # fmt: skip
+    rng, report = random.Random(1), {}
+    for hparams_set in FLAGS.hparams_sets:
+        for moment in ("mid_training", "start_up"):
+            runs, size = [], 0
+            for round_ in range(FLAGS.rounds):
+                output_dir = work / f"{hparams_set}_{moment}_{round_}"
+                command = _trainer(data_dir, output_dir, hparams_set)
+                runs.append(_signal_at(moment, command, output_dir, rng))
+                size = max(size, _checkpoint_bytes(output_dir))
+            report[f"{hparams_set}/{moment}"] = {
+                "median_seconds": statistics.median(run["seconds"] for run in runs),
+                "runs": runs,
+                "checkpoint_megabytes": round(size / 1e6, 1),
+            }
+            print(json.dumps({hparams_set: report[f"{hparams_set}/{moment}"]}), file=sys.stderr)
+    print(json.dumps({"cpu_count": os.cpu_count(), "signal_to_exit": report}))
+
+
+if __name__ == "__main__":
+    app.run(main)
