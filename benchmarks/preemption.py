@@ -12,9 +12,13 @@ attention, as a user runs it) gets SIGTERM at two moments:
   first step (building, restoring, the first compilation), when nothing is
   unsaved; the trainer exits at once.
 
+And a lost worker: two `multi_worker_mirrored` workers of transformer_tiny on
+localhost, worker 1 killed (SIGKILL) or frozen (SIGSTOP) after step 3; the
+time until worker 0 exits (status 75, a paragraph naming worker 1).
+
 Prints one JSON line: per set and moment, the median seconds from the signal
 to the process's end, the rounds' values, the exit codes, the steps saved and
-the size of a checkpoint.
+the size of a checkpoint; per way of losing a worker, the survivor's seconds.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import os
 import random
 import re
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -33,7 +38,9 @@ from pathlib import Path
 
 from absl import app, flags
 
-flags.DEFINE_list("hparams_sets", ["transformer_tiny", "transformer_base"], "Sets measured.")
+flags.DEFINE_list(
+    "hparams_sets", ["transformer_tiny", "transformer_base"], "Sets measured; [] for none."
+)
 flags.DEFINE_integer("rounds", 3, "Signals per set and moment; the median is reported.")
 flags.DEFINE_string("work_dir", None, "Where data and checkpoints go; a temporary folder if unset.")
 FLAGS = flags.FLAGS
@@ -87,6 +94,32 @@ def _signal_at(moment: str, command: list[str], output_dir: Path, rng: random.Ra
     return {"seconds": round(seconds, 2), "exit_code": code, "step": found and int(found[1])}
 
 
+def _lost_worker(data_dir: Path, output_dir: Path, how: signal.Signals) -> dict:
+    """Two workers; worker 1 gets `how` after step 3; how long worker 0 takes to stop."""
+    sockets = [socket.create_server(("localhost", 0)) for _ in range(2)]
+    cluster = {"worker": [f"localhost:{sock.getsockname()[1]}" for sock in sockets]}
+    for sock in sockets:
+        sock.close()
+    command = _trainer(data_dir, output_dir, "transformer_tiny")
+    command += ["--distribution_strategy=multi_worker_mirrored", "--xla=off"]
+    workers = []
+    for index in range(2):
+        config = {"cluster": cluster, "task": {"type": "worker", "index": index}}
+        env = {**os.environ, "TF_CONFIG": json.dumps(config)}
+        log = output_dir.with_name(f"{output_dir.name}_worker_{index}.log")
+        with open(log, "w") as stderr:
+            workers.append((subprocess.Popen(command, env=env, stderr=stderr), log))
+    (survivor, _), (lost, lost_log) = workers
+    _wait_for(lost_log, r"step 3/", lost)
+    lost.send_signal(how)
+    sent = time.monotonic()
+    code = survivor.wait(timeout=600)
+    seconds = time.monotonic() - sent
+    lost.kill()
+    lost.wait()
+    return {"seconds": round(seconds, 2), "exit_code": code}
+
+
 def _checkpoint_bytes(output_dir: Path) -> int:
     return sum(path.stat().st_size for path in output_dir.glob("ckpt-*"))
 
@@ -116,7 +149,21 @@ def main(argv: list[str]) -> None:
                 "checkpoint_megabytes": round(size / 1e6, 1),
             }
             print(json.dumps({hparams_set: report[f"{hparams_set}/{moment}"]}), file=sys.stderr)
-    print(json.dumps({"cpu_count": os.cpu_count(), "signal_to_exit": report}))
+    lost = {}
+    for how in (signal.SIGKILL, signal.SIGSTOP):
+        runs = [
+            _lost_worker(data_dir, work / f"lost_{how.name}_{round_}", how)
+            for round_ in range(FLAGS.rounds)
+        ]
+        lost[how.name] = {
+            "median_seconds": statistics.median(run["seconds"] for run in runs),
+            "runs": runs,
+        }
+    print(
+        json.dumps(
+            {"cpu_count": os.cpu_count(), "signal_to_exit": report, "survivor_stops_after": lost}
+        )
+    )
 
 
 if __name__ == "__main__":
