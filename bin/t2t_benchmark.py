@@ -70,8 +70,6 @@ def main() -> int:
         raise UserError(f"--hparams_set={FLAGS.hparams_set} is not a Transformer's hparams set.")
     if hparams.vocab_size == 0:
         hparams = hparams.override(f"vocab_size={_DEFAULT_VOCAB_SIZE}")
-    if FLAGS.xla is None:  # t2t-trainer's default for training, t2t-decoder's for decoding.
-        FLAGS.xla = "attention" if FLAGS.mode == "train" else "full"
     rate = measure.matmul(FLAGS.mixed_precision, FLAGS.matmul_size, 3, 1)["flops_per_s"]
     if FLAGS.mode == "train":
         result = measure.train(
@@ -97,7 +95,7 @@ def _decode(hparams: TransformerHParams, rate: float) -> dict:
     try:
         return measure.decode(
             hparams,
-            FLAGS.xla,
+            _xla(),
             FLAGS.mixed_precision,
             FLAGS.beam_size,
             FLAGS.decode_batch,
@@ -122,7 +120,14 @@ def _strategy() -> Any:
 def _train_config() -> Any:
     from t2t_keras.training.config import TrainConfig
 
-    return TrainConfig(xla=FLAGS.xla, mixed_precision=FLAGS.mixed_precision)
+    return TrainConfig(xla=_xla(), mixed_precision=FLAGS.mixed_precision)
+
+
+def _xla() -> str:
+    """--xla, or the default of the binary measured: t2t-trainer's, or t2t-decoder's."""
+    if FLAGS.xla is not None:
+        return str(FLAGS.xla)
+    return "attention" if FLAGS.mode == "train" else "full"
 
 
 def _print(measurement: dict) -> None:

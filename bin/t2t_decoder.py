@@ -116,13 +116,15 @@ def main() -> int:
     settings = trained_model.decode_settings()
     if FLAGS.attention_plot_dir:  # Found unwritable now, not after the whole decode.
         make_writable_dir(FLAGS.attention_plot_dir, "--attention_plot_dir")
-    trained = None
+    plotted: tuple[TrainedModel, Translator] | None = None  # The TensorFlow runtime's.
+    translator: SentenceTranslator
     if FLAGS.runtime == "ctranslate2":
         translator, run, stamp = _ctranslate2_translator(settings)
     else:
         trained = trained_model.load()
         translator = _translator(trained, settings.resolved(trained.hparams))
         run, stamp = trained.run, f"{trained.checkpoint}.index"
+        plotted = (trained, translator)
     from t2t_keras.decoding import decode
 
     problem = trained_model.registered_problem(run)
@@ -140,9 +142,9 @@ def main() -> int:
     if FLAGS.keep_timestamp and to_file:
         stamp_time = os.path.getmtime(stamp)
         os.utime(os.path.expanduser(to_file), (stamp_time, stamp_time))
-    if FLAGS.attention_plot_dir and trained:
+    if FLAGS.attention_plot_dir and plotted:
         decode.plot_attention(
-            trained, translator, decoded, FLAGS.attention_plot_dir, FLAGS.attention_plot_sentences
+            *plotted, decoded, FLAGS.attention_plot_dir, FLAGS.attention_plot_sentences
         )
     return 0
 
@@ -241,7 +243,13 @@ def _decode_split(run: dict[str, Any], translator: SentenceTranslator) -> Decode
             f"problem {run['problem']!r} of the training is not registered; "
             "pass its --t2t_usr_dir, or decode a file with --decode_from_file."
         )
-    data_dir = os.path.expanduser(FLAGS.data_dir or run.get("data_dir"))
+    data_dir = FLAGS.data_dir or run.get("data_dir")
+    if not data_dir:
+        raise UserError(
+            "the training's run.json names no data_dir; give --data_dir, the directory "
+            "t2t-datagen wrote the problem's shards to, or decode a file with --decode_from_file."
+        )
+    data_dir = os.path.expanduser(data_dir)
     return decode.decode_split(
         translator, problem, data_dir, FLAGS.decode_split, FLAGS.decode_to_file
     )

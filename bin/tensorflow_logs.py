@@ -78,7 +78,7 @@ def is_hidden(line: str, min_level: int) -> bool:
     if min_level > 0 and line.startswith(_PREINIT_NOTICE):
         return True
     match = _LOG_LINE.match(line)
-    return bool(match) and _SEVERITIES.index(match.group(1)) < min_level
+    return match is not None and _SEVERITIES.index(match.group(1)) < min_level
 
 
 @contextlib.contextmanager
