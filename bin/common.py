@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 from absl import app, flags, logging
 
-from t2t_keras import catalog, registry
+from t2t_keras import catalog, modes, registry
 from t2t_keras.bin import tensor2tensor_flags, tensorflow_logs
 from t2t_keras.errors import UserError
 from t2t_keras.hparam import HParams
@@ -36,21 +36,8 @@ _HPARAMS_HELP = (
     "The fields (Transformer defaults shown; --hparams_help shows a set's values):\n"
 )
 
-# The values of TrainConfig.xla, training.strategies.STRATEGIES and
-# training.config.PRECISIONS, here so that flags need no TensorFlow; tests/bin
-# checks that they stay the same.
-XLA_MODES = ("off", "attention", "full")
-STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
-PRECISIONS = ("off", "fp16", "bf16")
 # A write that found no room: a full disk, a full quota, the file-size limit (ulimit -f).
 _NO_ROOM = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
-_XLA_HELP = (
-    "XLA compilation. off: none; attention: the attention cores; full: everything, i.e. "
-    "each replica's whole train step (t2t-trainer) or the whole search, encoder included "
-    "(t2t-decoder, t2t-exporter). The default is full where a model decodes (the compiled "
-    "search is the fast path) and attention in training (compiling the whole step takes "
-    "long and not every device allows it)."
-)
 
 
 def define_registry_flags() -> None:
@@ -119,17 +106,12 @@ def define_source_flags() -> None:
 
 def define_xla_flag(default: str) -> None:
     """--xla, the same values and meaning in every binary that runs a model."""
-    flags.DEFINE_enum("xla", default, XLA_MODES, _XLA_HELP)
+    flags.DEFINE_enum("xla", default, modes.XLA_MODES, modes.XLA_HELP)
 
 
-def xla_arguments() -> tuple[bool, bool]:
-    """--xla as the library's arguments: (use_xla, jit_compile).
-
-    use_xla: XLA-compiled attention cores (load_trained's use_xla);
-    jit_compile: the whole search compiled (Translator's and
-    export_translator's jit_compile). TrainConfig.xla takes --xla as it is.
-    """
-    return FLAGS.xla != "off", FLAGS.xla == "full"
+def xla() -> modes.Xla:
+    """--xla, and what it compiles."""
+    return modes.Xla(FLAGS.xla)
 
 
 def generate_data(problem: Problem) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 
 from absl import flags
 
+from t2t_keras import modes
 from t2t_keras.bin import common
 from t2t_keras.errors import UserError
 from t2t_keras.models.transformer_hparams import TransformerHParams
@@ -35,13 +36,13 @@ flags.DEFINE_integer("tgt_length", 30, "Training: tokens per target, EOS include
 flags.DEFINE_integer("steps", 5, "Timed repetitions; the median is reported.", lower_bound=1)
 flags.DEFINE_integer("warmup_steps", 2, "Untimed repetitions first (tracing, compiling).")
 flags.DEFINE_enum(
-    "distribution_strategy", "one_device", common.STRATEGIES, "Training: as t2t-trainer takes it."
+    "distribution_strategy", "one_device", modes.STRATEGIES, "Training: as t2t-trainer takes it."
 )
 flags.DEFINE_integer("num_gpus", 0, "Training: local GPUs to use; 0 = all.")
 flags.DEFINE_integer("cpu_devices", 0, "Split the CPU into this many logical devices; 0 = not.")
 common.define_xla_flag(None)  # Unset: each mode as the binary that runs it (below).
 flags.DEFINE_enum(
-    "mixed_precision", "off", common.PRECISIONS, "off: float32; fp16: float16; bf16: bfloat16."
+    "mixed_precision", "off", modes.PRECISIONS, "off: float32; fp16: float16; bf16: bfloat16."
 )
 flags.DEFINE_integer("beam_size", 4, "Decoding: hypotheses per sentence; 1 = greedy.")
 flags.DEFINE_integer("decode_batch", 32, "Decoding: sentences decoded together.", lower_bound=1)

@@ -180,7 +180,7 @@ def _check_modes() -> None:
 def _translator(trained: TrainedModel, settings: DecodeHParams) -> Translator:
     from t2t_keras.decoding.translate import Translator
 
-    _, jit_compile = common.xla_arguments()
+    jit_compile = common.xla().compiles_whole_search
     tree_tokens = trained_model.tree_tokens(trained.run, trained.vocabs)
     translator = Translator(trained.model, trained.vocabs, settings, jit_compile, tree_tokens)
     logging.info(

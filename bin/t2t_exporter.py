@@ -94,7 +94,7 @@ def main() -> int:
 
     trained = _load()
     export_dir = FLAGS.export_dir or os.path.join(trained.run_dir, "export")
-    _, jit_compile = common.xla_arguments()
+    jit_compile = common.xla().compiles_whole_search
     version_dir = export_translator(
         trained,
         export_dir,

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from absl import flags
 
-from t2t_keras import registry
+from t2t_keras import modes, registry
 from t2t_keras.bin import common
 from t2t_keras.errors import UserError
 from t2t_keras.termination import RESTARTABLE_EXIT_CODE, Termination, parse_signal
@@ -77,7 +77,7 @@ flags.DEFINE_bool(
 flags.DEFINE_enum(
     "distribution_strategy",
     "mirrored",
-    common.STRATEGIES,
+    modes.STRATEGIES,
     "mirrored: every local GPU (or CPU device); multi_worker_mirrored: the cluster in "
     "TF_CONFIG; one_device; tpu.",
 )
@@ -92,7 +92,7 @@ common.define_xla_flag("attention")
 flags.DEFINE_enum(
     "mixed_precision",
     "off",
-    common.PRECISIONS,
+    modes.PRECISIONS,
     "off: float32; fp16: float16 with dynamic loss scaling; bf16: bfloat16.",
 )
 flags.DEFINE_list(

@@ -88,7 +88,7 @@ def load() -> TrainedModel:
     """
     from t2t_keras.run.loading import load_trained
 
-    use_xla, _ = common.xla_arguments()
+    use_xla = common.xla().compiles_attention
     trained = load_trained(FLAGS.output_dir, FLAGS.checkpoint_path, FLAGS.hparams_set, use_xla)
     check_flags(trained.run, trained.hparams, trained.run_dir)
     if FLAGS.data_dir:

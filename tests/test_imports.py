@@ -25,7 +25,13 @@ SOURCES = {
 # package within its layer; never from a higher layer or a sibling package.
 LAYERS = (
     ("t2t_keras.errors",),
-    ("t2t_keras.files", "t2t_keras.hparam", "t2t_keras.termination", "t2t_keras.usr_dir"),
+    (
+        "t2t_keras.files",
+        "t2t_keras.hparam",
+        "t2t_keras.modes",
+        "t2t_keras.termination",
+        "t2t_keras.usr_dir",
+    ),
     ("t2t_keras.registry",),
     ("t2t_keras.data",),
     ("t2t_keras.layers", "t2t_keras.metrics"),

@@ -30,6 +30,7 @@ from t2t_keras.benchmark import flops
 from t2t_keras.data.ids import EOS_ID
 from t2t_keras.decoding.decoder import Decoder
 from t2t_keras.models.transformer_hparams import TransformerHParams
+from t2t_keras.modes import Xla
 from t2t_keras.run.weights import build_model
 from t2t_keras.training.config import TrainConfig
 from t2t_keras.training.trainer import POLICIES, build_train_step
@@ -178,13 +179,16 @@ def decode(
             "outputs may be at most input length + extra_length tokens, and extra_length "
             "cannot be negative; give a fixed output length of at least the source length."
         )
-    model = build_model("transformer", hparams, use_xla=xla != "off", dtype=POLICIES[precision])
+    compiled = Xla(xla)
+    model = build_model(
+        "transformer", hparams, use_xla=compiled.compiles_attention, dtype=POLICIES[precision]
+    )
     decoder = Decoder(
         model,
         beam_size=beam_size,
         extra_length=output_length - source_length,
         min_length=output_length,
-        jit_compile=xla == "full",
+        jit_compile=compiled.compiles_whole_search,
     )
     inputs = random_ids(decode_batch, source_length, hparams.vocab_size, seed=3)
     seconds = time_runs(lambda: decoder(inputs)[0].numpy(), warmup_steps, steps)

@@ -276,7 +276,6 @@ class MultiHeadAttention(keras.layers.Layer):
             "key_depth": self.key_depth,
             "value_depth": self.value_depth,
             "dropout": self.dropout,
-            "use_xla": self.use_xla,
             "initializer_stddev": self.initializer_stddev,
         }
 

@@ -113,6 +113,5 @@ class TransformerLayer(keras.layers.Layer):
             "relu_dropout": self.relu_dropout,
             "norm_position": self.norm_position,
             "norm_epsilon": self.norm_epsilon,
-            "use_xla": self.use_xla,
             "initializer_stddev": self.initializer_stddev,
         }

@@ -461,4 +461,6 @@ class Transformer(keras.Model):
             )
 
     def get_config(self) -> dict[str, Any]:
-        return {**super().get_config(), "hparams": self.hparams.values(), "use_xla": self.use_xla}
+        # use_xla is how this process runs the model, not part of it: not saved. A
+        # config saved with it (before) still loads, taking it as the argument it is.
+        return {**super().get_config(), "hparams": self.hparams.values()}

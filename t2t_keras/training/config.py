@@ -5,9 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from t2t_keras.errors import UserError
-
-XLA_MODES = ("attention", "full", "off")
-PRECISIONS = ("off", "fp16", "bf16")
+from t2t_keras.modes import PRECISIONS, Xla
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,8 +35,8 @@ class TrainConfig:
     random_seed: int | None = None
     # Deterministic ops and input order (slower).
     deterministic: bool = False
-    # "attention": XLA-compiled attention cores; "full": the whole replica step
-    # compiled; "off": no XLA.
+    # What XLA compiles (t2t_keras.modes.Xla): "attention" the attention cores;
+    # "full" also each replica's whole step and the dev BLEU's whole search; "off" nothing.
     xla: str = "attention"
     # "off": float32; "fp16": mixed float16 with dynamic loss scaling; "bf16": mixed bfloat16.
     mixed_precision: str = "off"
@@ -67,13 +65,17 @@ class TrainConfig:
             "average_checkpoints",
             f"at most --keep_checkpoint_max={self.keep_checkpoint_max} (the checkpoints kept)",
         )
-        _require(self.xla in XLA_MODES, "xla", " or ".join(XLA_MODES))
+        Xla(self.xla)  # A UserError for a mode that is not one.
         _require(self.mixed_precision in PRECISIONS, "mixed_precision", " or ".join(PRECISIONS))
         if self.profile_steps is not None:
             first, last = self.profile_steps
             _require(
                 1 <= first <= last, "profile_steps", "two steps FIRST,LAST with 1 <= FIRST <= LAST"
             )
+
+    @property
+    def xla_mode(self) -> Xla:
+        return Xla(self.xla)
 
 
 def _require(condition: bool, name: str, expected: str) -> None:

@@ -8,8 +8,7 @@ import os
 import tensorflow as tf
 
 from t2t_keras.errors import UserError
-
-STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
+from t2t_keras.modes import STRATEGIES
 
 
 def split_cpu(num_devices: int) -> None:

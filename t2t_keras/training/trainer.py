@@ -137,7 +137,8 @@ def train(
                 hparams.batching(),
                 config.eval_steps,
                 config.eval_bleu_examples,
-                jit_compile=config.xla != "off" and strategy.num_replicas_in_sync == 1,
+                jit_compile=config.xla_mode.compiles_whole_search
+                and strategy.num_replicas_in_sync == 1,
                 skip_corrupt=config.skip_corrupt_records,
             )
         guard = make_guard(
@@ -199,7 +200,7 @@ def build_train_step(
         model = build_model(
             model_name,
             hparams,
-            use_xla=config.xla != "off",
+            use_xla=config.xla_mode.compiles_attention,
             dtype=POLICIES[config.mixed_precision],
         )
         optimizer = optimizer_from_hparams(hparams)
@@ -428,7 +429,7 @@ def _leaf_tokens(
 
 def _full_xla(config: TrainConfig, strategy: tf.distribute.Strategy) -> bool:
     """Whether to compile the whole replica step; not across several local devices."""
-    if config.xla != "full":
+    if not config.xla_mode.compiles_whole_step:
         return False
     local_devices = len(strategy.extended.worker_devices)
     if local_devices > 1:

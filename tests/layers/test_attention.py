@@ -174,4 +174,5 @@ def test_rows_of_a_sentence_share_its_memory() -> None:
 def test_config_round_trip() -> None:
     layer = make_layer(dropout=0.25, use_xla=False)
     copy = MultiHeadAttention.from_config(layer.get_config())
-    assert (copy.key_depth, copy.value_depth, copy.dropout, copy.use_xla) == (3, 5, 0.25, False)
+    assert (copy.key_depth, copy.value_depth, copy.dropout) == (3, 5, 0.25)
+    assert "use_xla" not in layer.get_config()  # How a process runs it, not the layer.

@@ -298,6 +298,21 @@ def test_keras_file_round_trip(model: Transformer, tmp_path) -> None:
     np.testing.assert_array_equal(logits(loaded, INPUTS, TARGETS), logits(model, INPUTS, TARGETS))
 
 
+def test_the_config_holds_the_model_not_how_this_process_runs_it(model: Transformer) -> None:
+    config = model.get_config()
+    assert "use_xla" not in config
+    layer = model.encoder_layers[0]
+    assert "use_xla" not in layer.get_config()
+    # Configs saved before (.keras files) name use_xla: they still load.
+    earlier = Transformer.from_config({**config, "use_xla": False})
+    assert earlier.hparams == TINY and not earlier.use_xla
+    earlier.build()
+    earlier.set_weights(model.get_weights())
+    np.testing.assert_allclose(
+        logits(earlier, INPUTS, TARGETS), logits(model, INPUTS, TARGETS), rtol=1e-5, atol=1e-5
+    )
+
+
 def test_weights_file_round_trip(model: Transformer, tmp_path) -> None:
     path = tmp_path / "model.weights.h5"
     model.save_weights(path)

@@ -1,0 +1,56 @@
+"""How a run uses the machine: XLA, precision, the distribution strategy.
+
+One list of values and one meaning for each, shared by every binary and the
+library. Nothing here imports TensorFlow, so the binaries' flags and their
+errors answer at once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from t2t_keras.errors import UserError
+
+XLA_MODES = ("off", "attention", "full")
+XLA_HELP = (
+    "XLA compilation. off: none; attention: the attention cores; full: the attention cores "
+    "and every whole function around them: each replica's train step (t2t-trainer) and the "
+    "beam or greedy search, encoder included (t2t-decoder, t2t-exporter, and the trainer's "
+    "dev BLEU). The default is full where a model decodes (the compiled search is the fast "
+    "path) and attention in training (compiling the whole step takes long and not every "
+    "device allows it)."
+)
+PRECISIONS = ("off", "fp16", "bf16")
+STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
+
+
+@dataclasses.dataclass(frozen=True)
+class Xla:
+    """An --xla mode and what it compiles.
+
+    Args:
+      mode: one of XLA_MODES.
+    """
+
+    mode: str = "attention"
+
+    def __post_init__(self) -> None:
+        if self.mode not in XLA_MODES:
+            raise UserError(
+                f"--xla={self.mode} is not an XLA mode; accepted: {', '.join(XLA_MODES)}."
+            )
+
+    @property
+    def compiles_attention(self) -> bool:
+        """Each attention core is one XLA-compiled function."""
+        return self.mode != "off"
+
+    @property
+    def compiles_whole_search(self) -> bool:
+        """The whole beam or greedy search is one XLA-compiled function."""
+        return self.mode == "full"
+
+    @property
+    def compiles_whole_step(self) -> bool:
+        """Each replica's whole train step is one XLA-compiled function."""
+        return self.mode == "full"
