@@ -24,6 +24,28 @@ def test_readme_starts_with_the_two_commands() -> None:
     assert first_block.startswith("make demo") and "\nmake test" in first_block
 
 
+def headings() -> list[tuple[int, str]]:
+    """(level, title) of each ## and ### heading outside code blocks."""
+    prose = re.sub(r"```.*?```", "", README.read_text(), flags=re.DOTALL)
+    return [(len(m[1]), m[2]) for m in re.finditer(r"^(##|###) (.+)$", prose, re.MULTILINE)]
+
+
+def anchor(title: str) -> str:
+    """The fragment GitHub gives a heading."""
+    return re.sub(r"[^\w\- ]", "", title.lower()).replace(" ", "-")
+
+
+def test_contents_lists_every_section_and_every_link_lands() -> None:
+    text = README.read_text()
+    contents = text.split("## Contents\n", 1)[1].split("\n## ", 1)[0]
+    listed = re.findall(r"^( *)- \[(.+)\]\(#(.+)\)$", contents, re.MULTILINE)
+    sections = [(level, title) for level, title in headings() if title != "Contents"]
+    assert [(2 + len(indent) // 2, title) for indent, title, _ in listed] == sections
+    targets = {anchor(title) for _, title in headings()}
+    links = re.findall(r"\]\(#([^)]+)\)", text)
+    assert links and set(links) <= targets, set(links) - targets
+
+
 def write_tsv(path: Path, count: int) -> None:
     """English-German pairs, one tab-separated pair per line."""
     path.parent.mkdir(exist_ok=True)
