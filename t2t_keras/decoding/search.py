@@ -40,8 +40,9 @@ it alone decides where EOS goes (the minimum length is not applied then).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import tensorflow as tf
 
@@ -149,6 +150,37 @@ def greedy_search(
     return ids[:, tf.newaxis], scores[:, tf.newaxis]
 
 
+class BeamState(NamedTuple):
+    """What beam search carries from one position to the next."""
+
+    # The position decoded next.
+    index: tf.Tensor
+    # [B, K, L] and [B, K]: the K best hypotheses that did not end, and their
+    # log-probabilities (-inf for the beams not yet started).
+    alive_ids: tf.Tensor
+    alive_log_probs: tf.Tensor
+    # [B, K, L] and [B, K]: the K best that ended, best first, and their
+    # length-penalized scores (-inf for empty slots).
+    finished_ids: tf.Tensor
+    finished_scores: tf.Tensor
+    # [B] bool: the sentence's search is over.
+    done: tf.Tensor
+    # [B * K] int32: the row of the previous step each row continues.
+    parents: tf.Tensor
+    # The step function's state, and the constraint's (a TreeState; () without one).
+    model_state: Any
+    tree: Any
+
+
+class _Candidates(NamedTuple):
+    """The 2K best one-token extensions of the alive beams, best first."""
+
+    log_probs: tf.Tensor  # [B, 2K]
+    origins: tf.Tensor  # [B, 2K]: the beam each extends
+    tokens: tf.Tensor  # [B, 2K]
+    ids: tf.Tensor  # [B, 2K, L]
+
+
 def beam_search(
     step: StepFunction,
     state: Any,
@@ -184,85 +216,128 @@ def beam_search(
     """
     if stopping not in STOPPING_RULES:
         raise ValueError(f"stopping must be one of {STOPPING_RULES}, not {stopping!r}")
-    batch, beams = _batch_size(max_lengths), beam_size
-    num_returned = num_returned or beam_size
-    # EOS extensions that may finish: the first K candidates, or all 2K.
-    finishing_slots = beams if stopping == "first_k" else 2 * beams
-    first_beam_only = tf.concat([[0.0], tf.fill([beams - 1], NEG_INF)], axis=0)
+    search = _BeamSearch(
+        step, beam_size, decode_length, max_lengths, min_lengths, alpha, penalty, stopping,
+        num_returned or beam_size, constraint,
+    )  # fmt: skip
+    (final,) = tf.while_loop(
+        search.keep_going, lambda beams: (search.advance(beams),), (search.start(state),)
+    )
+    returned = search.num_returned
+    return final.finished_ids[:, :returned], final.finished_scores[:, :returned]
 
-    def body(*loop_vars: Any) -> tuple[Any, ...]:
-        index, alive_ids, alive_log_probs, finished_ids, finished_scores, done = loop_vars[:6]
-        parents, state, tree = loop_vars[6:]
-        previous = tf.reshape(_previous_tokens(alive_ids, index), [-1])
-        logits, state = step(state, index, previous, parents)
+
+@dataclasses.dataclass(frozen=True)
+class _BeamSearch:
+    """One beam search's settings, and its loop: `start`, then `advance` while `keep_going`."""
+
+    step: StepFunction
+    beams: int
+    decode_length: int
+    max_lengths: tf.Tensor
+    min_lengths: tf.Tensor | None
+    alpha: float
+    penalty: str
+    stopping: str
+    num_returned: int
+    constraint: TreeConstraint | None
+
+    @property
+    def batch(self) -> int | tf.Tensor:
+        return _batch_size(self.max_lengths)
+
+    def start(self, model_state: Any) -> BeamState:
+        batch, beams, length = self.batch, self.beams, self.decode_length
+        first_beam_only = tf.concat([[0.0], tf.fill([beams - 1], NEG_INF)], axis=0)
+        return BeamState(
+            index=tf.constant(0),
+            alive_ids=tf.zeros([batch, beams, length], tf.int32),
+            alive_log_probs=tf.tile(first_beam_only[tf.newaxis], [batch, 1]),
+            finished_ids=tf.zeros([batch, beams, length], tf.int32),
+            finished_scores=tf.fill([batch, beams], NEG_INF),
+            done=tf.zeros([batch], tf.bool),
+            parents=tf.range(batch * beams),
+            model_state=model_state,
+            tree=self.constraint.start(beams) if self.constraint is not None else (),
+        )
+
+    def keep_going(self, state: BeamState) -> tf.Tensor:
+        return tf.logical_and(state.index < self.decode_length, ~tf.reduce_all(state.done))
+
+    def advance(self, state: BeamState) -> BeamState:
+        """One position: extend every alive beam, keep the best finished and alive ones."""
+        previous = tf.reshape(_previous_tokens(state.alive_ids, state.index), [-1])
+        logits, model_state = self.step(state.model_state, state.index, previous, state.parents)
+        candidates = self._candidates(state, logits)
+        finished_ids, finished_scores = self._finish(state, candidates)
+        # Alive: the best K extensions that did not end.
+        ends = candidates.tokens == EOS_ID
+        alive_log_probs, kept = tf.math.top_k(
+            tf.where(ends, NEG_INF, candidates.log_probs), k=self.beams
+        )
+        parent_beams = tf.gather(candidates.origins, kept, batch_dims=1)  # [B, K]
+        tree = state.tree
+        if self.constraint is not None:
+            kept_tokens = tf.gather(candidates.tokens, kept, batch_dims=1)
+            tree = self.constraint.advance(reorder(tree, parent_beams), kept_tokens)
+        done = state.done | _sentence_done(
+            state.index,
+            alive_log_probs,
+            finished_scores,
+            finished_scores[:, self.num_returned - 1],
+            self.max_lengths,
+            length_penalty(self.max_lengths + 1, self.alpha, self.penalty),
+            self.stopping,
+        )
+        return BeamState(
+            index=state.index + 1,
+            alive_ids=tf.gather(candidates.ids, kept, batch_dims=1),
+            alive_log_probs=alive_log_probs,
+            finished_ids=finished_ids,
+            finished_scores=finished_scores,
+            done=done,
+            parents=tf.reshape(
+                tf.range(self.batch)[:, tf.newaxis] * self.beams + parent_beams, [-1]
+            ),
+            model_state=model_state,
+            tree=tree,
+        )
+
+    def _candidates(self, state: BeamState, logits: tf.Tensor) -> _Candidates:
+        batch, beams = self.batch, self.beams
         vocab = tf.shape(logits)[-1]
         logits = tf.reshape(logits, [batch, beams, vocab])
-        log_probs = _masked_log_probs(logits, index, max_lengths, min_lengths, constraint, tree)
-        extended = tf.reshape(alive_log_probs[:, :, tf.newaxis] + log_probs, [batch, -1])
-        top_log_probs, top_indices = tf.math.top_k(extended, k=2 * beams)  # [B, 2K]
+        log_probs = _masked_log_probs(
+            logits, state.index, self.max_lengths, self.min_lengths, self.constraint, state.tree
+        )
+        extended = tf.reshape(state.alive_log_probs[:, :, tf.newaxis] + log_probs, [batch, -1])
+        top_log_probs, top_indices = tf.math.top_k(extended, k=2 * beams)
         origins, tokens = top_indices // vocab, top_indices % vocab
-        top_ids = tf.gather(alive_ids, origins, batch_dims=1)  # [B, 2K, L]
-        top_ids += tf.one_hot(index, decode_length, dtype=tf.int32) * tokens[:, :, tf.newaxis]
-        ends = tokens == EOS_ID
-        # Finished: EOS extensions among the finishing slots, for sentences not done.
-        may_finish = ends & (tf.range(2 * beams) < finishing_slots) & ~done[:, tf.newaxis]
-        new_scores = tf.where(
-            may_finish, top_log_probs / length_penalty(index + 1, alpha, penalty), NEG_INF
+        ids = tf.gather(state.alive_ids, origins, batch_dims=1)
+        ids += (
+            tf.one_hot(state.index, self.decode_length, dtype=tf.int32) * tokens[:, :, tf.newaxis]
         )
-        finished_scores, best = tf.math.top_k(
-            tf.concat([finished_scores, new_scores], axis=1), k=beams
-        )
-        finished_ids = tf.gather(tf.concat([finished_ids, top_ids], axis=1), best, batch_dims=1)
-        # Alive: the best K extensions that did not end.
-        alive_log_probs, kept = tf.math.top_k(tf.where(ends, NEG_INF, top_log_probs), k=beams)
-        alive_ids = tf.gather(top_ids, kept, batch_dims=1)
-        parent_beams = tf.gather(origins, kept, batch_dims=1)  # [B, K]
-        parents = tf.reshape(tf.range(batch)[:, tf.newaxis] * beams + parent_beams, [-1])
-        if constraint is not None:
-            kept_tokens = tf.gather(tokens, kept, batch_dims=1)
-            tree = constraint.advance(reorder(tree, parent_beams), kept_tokens)
-        last_needed = finished_scores[:, num_returned - 1]
-        done |= _sentence_done(
-            index,
-            alive_log_probs,
-            finished_scores,
-            last_needed,
-            max_lengths,
-            length_penalty(max_lengths + 1, alpha, penalty),
-            stopping,
-        )
-        return (
-            index + 1,
-            alive_ids,
-            alive_log_probs,
-            finished_ids,
-            finished_scores,
-            done,
-            parents,
-            state,
-            tree,
-        )
+        return _Candidates(top_log_probs, origins, tokens, ids)
 
-    def keep_going(*loop_vars: Any) -> tf.Tensor:
-        index, done = loop_vars[0], loop_vars[5]
-        return tf.logical_and(index < decode_length, ~tf.reduce_all(done))
+    def _finish(self, state: BeamState, candidates: _Candidates) -> tuple[tf.Tensor, tf.Tensor]:
+        """The K best finished hypotheses, with the EOS extensions that may finish added.
 
-    results = tf.while_loop(
-        keep_going,
-        body,
-        (
-            tf.constant(0),
-            tf.zeros([batch, beams, decode_length], tf.int32),
-            tf.tile(first_beam_only[tf.newaxis], [batch, 1]),
-            tf.zeros([batch, beams, decode_length], tf.int32),
-            tf.fill([batch, beams], NEG_INF),
-            tf.zeros([batch], tf.bool),
-            tf.range(batch * beams),
-            state,
-            constraint.start(beams) if constraint is not None else (),
-        ),
-    )
-    return results[3][:, :num_returned], results[4][:, :num_returned]
+        Those are the EOS extensions among the first K candidates ("first_k")
+        or all 2K ("best_possible"), of sentences not done.
+        """
+        slots = self.beams if self.stopping == "first_k" else 2 * self.beams
+        may_finish = (
+            (candidates.tokens == EOS_ID)
+            & (tf.range(2 * self.beams) < slots)
+            & ~state.done[:, tf.newaxis]
+        )
+        penalty = length_penalty(state.index + 1, self.alpha, self.penalty)
+        new_scores = tf.where(may_finish, candidates.log_probs / penalty, NEG_INF)
+        scores, best = tf.math.top_k(
+            tf.concat([state.finished_scores, new_scores], axis=1), k=self.beams
+        )
+        ids = tf.gather(tf.concat([state.finished_ids, candidates.ids], axis=1), best, batch_dims=1)
+        return ids, scores
 
 
 def _masked_log_probs(
