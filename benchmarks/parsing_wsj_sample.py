@@ -40,6 +40,7 @@ from t2t_keras.data.tree_baselines import baseline_trees
 from t2t_keras.decoding.decode_hparams import DecodeHParams
 from t2t_keras.decoding.translate import Translator
 from t2t_keras.metrics import evalb
+from t2t_keras.modes import XLA_MODES
 from t2t_keras.run.loading import load_trained
 
 SAMPLE = Path(__file__).resolve().parents[2] / "shared" / "data" / "ptb"
@@ -56,7 +57,7 @@ flags.DEFINE_list("beams", ["1", "4", "21"], "Beam sizes the final model decodes
 flags.DEFINE_string("decode_hparams", "", "Other decoding settings, as t2t-decoder's.")
 flags.DEFINE_integer("average", 5, "Checkpoints averaged at the end; 1 = the last.")
 flags.DEFINE_integer("curve_every", 5, "Every n-th checkpoint is a point of the curve; 0 = none.")
-flags.DEFINE_enum("xla", "off", ["off", "attention", "full"], "As t2t-trainer's --xla.")
+flags.DEFINE_enum("xla", "off", XLA_MODES, "As t2t-trainer's --xla.")
 flags.DEFINE_integer("seed", 1, "Random seed of initialization, dropout and shuffling.")
 flags.DEFINE_string("plot", None, "Write the F1 curve, with the baselines, to this PNG.")
 flags.DEFINE_string("evalb", None, "An EVALB binary to score the same files with.")

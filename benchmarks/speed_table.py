@@ -23,8 +23,10 @@ import sys
 
 from absl import app, flags
 
+from t2t_keras.modes import XLA_MODES
+
 flags.DEFINE_list("sizes", ["tiny", "small", "base", "big"], "transformer_<size> sets trained.")
-flags.DEFINE_list("xla", ["off", "attention", "full"], "--xla modes of training.")
+flags.DEFINE_list("xla", list(XLA_MODES), "--xla modes of training.")
 flags.DEFINE_list("precisions", ["off", "bf16"], "--mixed_precision values of training.")
 flags.DEFINE_list("decode_xla", ["attention", "full"], "--xla modes of decoding.")
 flags.DEFINE_list("beams", ["1", "4"], "Beam sizes decoded.")

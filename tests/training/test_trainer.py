@@ -6,12 +6,15 @@ import dataclasses
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 import tensorflow as tf
+from binaries import run_in_process
 
 from t2t_keras import registry
+from t2t_keras.decoding.translate import Translator
 from t2t_keras.errors import UserError
 from t2t_keras.hparams.transformer import transformer_tiny
 from t2t_keras.models import TransformerHParams
@@ -213,3 +216,36 @@ def test_two_vocabularies_of_different_sizes_train_load_decode_and_resume(
     problem = NumberWordsTwoVocabularies()
     result = train(problem, "transformer", same, data_dir, str(output_dir), strategy, config)
     assert result.step == 81
+
+
+def test_dev_bleu_compiles_what_t2t_decoder_compiles(
+    number_words_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--xla=attention means one thing: the trainer's dev BLEU builds its search as
+    t2t-decoder --xla=attention does (attention cores compiled, the search around them not)."""
+    built: list[Translator] = []
+    build_translator = Translator.__init__
+
+    def recorded(self: Translator, *args: Any, **kwargs: Any) -> None:
+        build_translator(self, *args, **kwargs)
+        built.append(self)
+
+    monkeypatch.setattr(Translator, "__init__", recorded)
+    small = dataclasses.replace(transformer_tiny(), num_encoder_layers=1, num_decoder_layers=1)
+    output_dir = tmp_path / "train"
+    _train(
+        number_words_data, output_dir, hparams=small, train_steps=1, eval_steps=1, eval_bleu_examples=2,
+        xla="attention",
+    )  # fmt: skip
+    sources = tmp_path / "in.en"
+    sources.write_text("forty two\n", encoding="utf-8")
+    decoded = run_in_process(
+        "t2t-decoder", f"--output_dir={output_dir}", f"--decode_from_file={sources}",
+        "--xla=attention",
+    )  # fmt: skip
+    assert decoded.returncode == 0, decoded.stderr
+    evaluation, decoder = built
+    compiled = [
+        (t.decoder.model.use_xla, t.decoder.search._jit_compile) for t in (evaluation, decoder)
+    ]
+    assert compiled == [(True, False), (True, False)]
