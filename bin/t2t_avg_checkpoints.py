@@ -17,10 +17,10 @@ import os
 
 from absl import flags
 
-from t2t_keras.bin import common
+from t2t_keras.bin import flag_groups, program
 from t2t_keras.errors import UserError
 
-common.define_registry_flags()
+flag_groups.define_registry_flags()
 flags.DEFINE_string(
     "problem", None, "If given, refuse checkpoints of a training on another problem."
 )
@@ -49,12 +49,12 @@ FLAGS = flags.FLAGS
 
 
 def main() -> int:
-    if common.start():
+    if flag_groups.start():
         return 0
     from t2t_keras.training.averaging import average_checkpoints
 
     if FLAGS.checkpoints and FLAGS["num_last_checkpoints"].present:
-        common.fail("give either --checkpoints or --num_last_checkpoints, not both.")
+        program.fail("give either --checkpoints or --num_last_checkpoints, not both.")
     output_dir = _output_dir()
     _check_problem(output_dir)
     checkpoints = [FLAGS.prefix + checkpoint for checkpoint in FLAGS.checkpoints]
@@ -78,9 +78,11 @@ def _output_dir() -> str:
     prefix_dir = os.path.dirname(os.path.expanduser(FLAGS.prefix))
     if not FLAGS.output_dir and prefix_dir:
         return prefix_dir
-    output_dir = common.required("output_dir", "the training directory holding the checkpoints")
+    output_dir = flag_groups.required(
+        "output_dir", "the training directory holding the checkpoints"
+    )
     if prefix_dir and not FLAGS.checkpoints and not _same_dir(output_dir, prefix_dir):
-        common.fail(
+        program.fail(
             f"--prefix={FLAGS.prefix} names checkpoints in {prefix_dir}, but --output_dir is "
             f"{output_dir}; give one of them."
         )
@@ -105,7 +107,7 @@ def _check_problem(output_dir: str) -> None:
 
 def run() -> None:
     """Console entry point."""
-    common.run(main)
+    program.run(main)
 
 
 if __name__ == "__main__":

@@ -19,14 +19,14 @@ from typing import Any
 from absl import flags
 
 from t2t_keras import modes
-from t2t_keras.bin import common
+from t2t_keras.bin import flag_groups, program
 from t2t_keras.errors import UserError
 from t2t_keras.models.transformer_hparams import TransformerHParams
 
 MODES = ("train", "decode", "matmul")
 
-common.define_registry_flags()
-common.define_model_flags()
+flag_groups.define_registry_flags()
+flag_groups.define_model_flags()
 FLAGS = flags.FLAGS
 FLAGS.set_default("hparams_set", "transformer_base")
 flags.DEFINE_enum("mode", "train", MODES, "What to time: training steps, decoding or matmuls.")
@@ -40,7 +40,7 @@ flags.DEFINE_enum(
 )
 flags.DEFINE_integer("num_gpus", 0, "Training: local GPUs to use; 0 = all.")
 flags.DEFINE_integer("cpu_devices", 0, "Split the CPU into this many logical devices; 0 = not.")
-common.define_xla_flag(None)  # Unset: each mode as the binary that runs it (below).
+flag_groups.define_xla_flag(None)  # Unset: each mode as the binary that runs it (below).
 flags.DEFINE_enum(
     "mixed_precision", "off", modes.PRECISIONS, "off: float32; fp16: float16; bf16: bfloat16."
 )
@@ -58,7 +58,7 @@ _DEFAULT_VOCAB_SIZE = 8000  # When --hparams leaves vocab_size at 0 (take the pr
 
 
 def main() -> int:
-    if common.start():
+    if flag_groups.start():
         return 0
     from t2t_keras.benchmark import measure
 
@@ -66,7 +66,7 @@ def main() -> int:
         for precision in ("off", "bf16"):
             _print(measure.matmul(precision, FLAGS.matmul_size, FLAGS.steps, FLAGS.warmup_steps))
         return 0
-    hparams = common.resolve_hparams()
+    hparams = flag_groups.resolve_hparams()
     if not isinstance(hparams, TransformerHParams):
         raise UserError(f"--hparams_set={FLAGS.hparams_set} is not a Transformer's hparams set.")
     if hparams.vocab_size == 0:
@@ -137,7 +137,7 @@ def _print(measurement: dict) -> None:
 
 def run() -> None:
     """Console entry point."""
-    common.run(main)
+    program.run(main)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from absl import flags
 
-from t2t_keras.bin import common
+from t2t_keras.bin import flag_groups, program
 from t2t_keras.files import read_text_lines
 
 flags.DEFINE_string("translation", None, "The system's output: one translated sentence a line.")
@@ -31,8 +31,8 @@ FLAGS = flags.FLAGS
 def main() -> int:
     from t2t_keras.metrics import bleu
 
-    translation = common.required("translation", "the file of translated sentences")
-    reference = common.required("reference", "the file of reference sentences")
+    translation = flag_groups.required("translation", "the file of translated sentences")
+    reference = flag_groups.required("reference", "the file of reference sentences")
     hypotheses = read_text_lines(translation, "--translation")
     references = read_text_lines(reference, "--reference")
     for score in bleu.bleu_scores(hypotheses, references, FLAGS.language):
@@ -42,7 +42,7 @@ def main() -> int:
 
 def run() -> None:
     """Console entry point."""
-    common.run(main, uses_tensorflow=False)
+    program.run(main, uses_tensorflow=False)
 
 
 if __name__ == "__main__":

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from absl import flags
 
-from t2t_keras.bin import common
+from t2t_keras.bin import flag_groups, program
 
-common.define_registry_flags()
-common.define_problem_flag()
-common.define_data_flags()
-common.define_source_flags()
+flag_groups.define_registry_flags()
+flag_groups.define_problem_flag()
+flag_groups.define_data_flags()
+flag_groups.define_source_flags()
 flags.DEFINE_integer(
     "show_examples",
     0,
@@ -28,12 +28,12 @@ FLAGS = flags.FLAGS
 
 
 def main() -> int:
-    if common.start():
+    if flag_groups.start():
         return 0
-    problem = common.resolve_problem()
-    common.generate_data(problem)
+    problem = flag_groups.resolve_problem()
+    flag_groups.generate_data(problem)
     if FLAGS.show_examples:
-        data_dir = common.required("data_dir", "the data directory")
+        data_dir = flag_groups.required("data_dir", "the data directory")
         for inputs, targets in problem.text_examples(data_dir, "dev", FLAGS.show_examples):
             print(f"  {inputs}  ->  {targets}")
     return 0
@@ -41,7 +41,7 @@ def main() -> int:
 
 def run() -> None:
     """Console entry point."""
-    common.run(main)
+    program.run(main)
 
 
 if __name__ == "__main__":

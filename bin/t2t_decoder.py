@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from absl import flags, logging
 
-from t2t_keras.bin import common, trained_model
+from t2t_keras.bin import flag_groups, program, trained_model
 from t2t_keras.decoding.decode_hparams import DecodeHParams
 from t2t_keras.errors import UserError
 from t2t_keras.files import make_writable_dir
@@ -110,7 +110,7 @@ _CTRANSLATE2_FLAGS = ("ctranslate2_dir", "ctranslate2_threads", "ctranslate2_com
 
 
 def main() -> int:
-    if common.start():
+    if flag_groups.start():
         return 0
     _check_modes()
     settings = trained_model.decode_settings()
@@ -180,7 +180,7 @@ def _check_modes() -> None:
 def _translator(trained: TrainedModel, settings: DecodeHParams) -> Translator:
     from t2t_keras.decoding.translate import Translator
 
-    jit_compile = common.xla().compiles_whole_search
+    jit_compile = flag_groups.xla().compiles_whole_search
     tree_tokens = trained_model.tree_tokens(trained.run, trained.vocabs)
     translator = Translator(trained.model, trained.vocabs, settings, jit_compile, tree_tokens)
     logging.info(
@@ -204,7 +204,7 @@ def _ctranslate2_translator(
     model_dir = FLAGS.ctranslate2_dir
     if not model_dir:
         if not FLAGS.output_dir:
-            common.required(
+            flag_groups.required(
                 "ctranslate2_dir",
                 "the CTranslate2 export to decode with (or --output_dir, whose "
                 "ctranslate2/ directory is used)",
@@ -263,7 +263,7 @@ def _default_output(translator: SentenceTranslator, hparams_set: str | None) -> 
 
 def run() -> None:
     """Console entry point."""
-    common.run(main)
+    program.run(main)
 
 
 if __name__ == "__main__":

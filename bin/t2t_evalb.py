@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from absl import flags, logging
 
-from t2t_keras.bin import common
+from t2t_keras.bin import flag_groups, program
 from t2t_keras.errors import UserError
 from t2t_keras.files import read_text_lines
 
@@ -29,8 +29,10 @@ FLAGS = flags.FLAGS
 def main() -> int:
     from t2t_keras.metrics import evalb
 
-    gold_lines = read_text_lines(common.required("gold", "the file of gold trees"), "--gold")
-    test_lines = read_text_lines(common.required("test", "the file of trees to score"), "--test")
+    gold_lines = read_text_lines(flag_groups.required("gold", "the file of gold trees"), "--gold")
+    test_lines = read_text_lines(
+        flag_groups.required("test", "the file of trees to score"), "--test"
+    )
     if len(gold_lines) != len(test_lines):
         raise UserError(
             f"--gold has {len(gold_lines)} lines but --test has {len(test_lines)}: the files "
@@ -48,7 +50,7 @@ def main() -> int:
 
 def run() -> None:
     """Console entry point."""
-    common.run(main, uses_tensorflow=False)
+    program.run(main, uses_tensorflow=False)
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 
 from absl import flags
 
-from t2t_keras.bin import common, trained_model
+from t2t_keras.bin import flag_groups, program, trained_model
 from t2t_keras.decoding.decode_hparams import SEARCH_SETTINGS, DecodeHParams
 from t2t_keras.errors import UserError
 
@@ -77,7 +77,7 @@ FLAGS = flags.FLAGS
 
 
 def main() -> int:
-    if common.start():
+    if flag_groups.start():
         return 0
     from t2t_keras.decoding.export import check_exportable
 
@@ -94,7 +94,7 @@ def main() -> int:
 
     trained = _load()
     export_dir = FLAGS.export_dir or os.path.join(trained.run_dir, "export")
-    jit_compile = common.xla().compiles_whole_search
+    jit_compile = flag_groups.xla().compiles_whole_search
     version_dir = export_translator(
         trained,
         export_dir,
@@ -113,7 +113,7 @@ def main() -> int:
 
 def _load() -> TrainedModel:
     if not FLAGS.output_dir and not FLAGS.checkpoint_path:
-        common.required("output_dir", "the training directory whose checkpoint is exported")
+        flag_groups.required("output_dir", "the training directory whose checkpoint is exported")
     return trained_model.load()
 
 
@@ -141,7 +141,7 @@ def _export_ctranslate2(settings: DecodeHParams) -> int:
 
 def run() -> None:
     """Console entry point."""
-    common.run(main)
+    program.run(main)
 
 
 if __name__ == "__main__":

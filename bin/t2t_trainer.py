@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from absl import flags
 
 from t2t_keras import modes, registry
-from t2t_keras.bin import common
+from t2t_keras.bin import flag_groups, program
 from t2t_keras.errors import UserError
 from t2t_keras.termination import RESTARTABLE_EXIT_CODE, Termination, parse_signal
 
@@ -23,11 +23,11 @@ if TYPE_CHECKING:
     from t2t_keras.training.config import TrainConfig
 
 
-common.define_registry_flags()
-common.define_problem_flag()
-common.define_model_flags()
-common.define_data_flags()
-common.define_source_flags()
+flag_groups.define_registry_flags()
+flag_groups.define_problem_flag()
+flag_groups.define_model_flags()
+flag_groups.define_data_flags()
+flag_groups.define_source_flags()
 flags.DEFINE_bool(
     "generate_data",
     False,
@@ -88,7 +88,7 @@ flags.DEFINE_integer(
     "Split the CPU into this many logical devices (to try mirrored training without GPUs); "
     "0 = leave it whole.",
 )
-common.define_xla_flag("attention")
+flag_groups.define_xla_flag("attention")
 flags.DEFINE_enum(
     "mixed_precision",
     "off",
@@ -115,19 +115,19 @@ def main() -> int:
         _TERMINATION.add_signal(parse_signal(FLAGS.termination_signal))
     if FLAGS.distribution_strategy == "multi_worker_mirrored":
         _TERMINATION.coordinate()  # All workers stop together, at one step.
-    if common.start():
+    if flag_groups.start():
         return 0
     from t2t_keras.training import make_strategy, split_cpu
     from t2t_keras.training.trainer import train
 
-    problem = common.resolve_problem()
-    hparams = common.resolve_hparams()
+    problem = flag_groups.resolve_problem()
+    hparams = flag_groups.resolve_hparams()
     registry.model(FLAGS.model)
-    output_dir = common.required("output_dir", "the directory for checkpoints and summaries")
+    output_dir = flag_groups.required("output_dir", "the directory for checkpoints and summaries")
     config = _config()
     if FLAGS.generate_data:
-        common.generate_data(problem)
-    data_dir = common.required(
+        flag_groups.generate_data(problem)
+    data_dir = flag_groups.required(
         "data_dir", "the directory of the problem's shards", " t2t-datagen writes them."
     )
     if FLAGS.cpu_devices:
@@ -175,7 +175,7 @@ def _config() -> TrainConfig:
 def run() -> None:
     """Console entry point."""
     with _TERMINATION:
-        common.run(main)
+        program.run(main)
 
 
 if __name__ == "__main__":

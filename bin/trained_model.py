@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from absl import flags
 
 from t2t_keras import registry
-from t2t_keras.bin import common
+from t2t_keras.bin import flag_groups
 from t2t_keras.errors import UserError
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ FLAGS = flags.FLAGS
 
 def define_flags(data_dir_help: str) -> None:
     """The flags naming the model and what it must have been trained with; --xla."""
-    common.define_registry_flags()
+    flag_groups.define_registry_flags()
     flags.DEFINE_string(
         "output_dir", None, "Training directory t2t-trainer wrote (checkpoints and run files)."
     )
@@ -56,7 +56,7 @@ def define_flags(data_dir_help: str) -> None:
         "(hparams.json holds them; search settings go in --decode_hparams).",
     )
     flags.DEFINE_string("data_dir", None, data_dir_help)
-    common.define_xla_flag("full")
+    flag_groups.define_xla_flag("full")
 
 
 def decode_settings() -> DecodeHParams:
@@ -88,7 +88,7 @@ def load() -> TrainedModel:
     """
     from t2t_keras.run.loading import load_trained
 
-    use_xla = common.xla().compiles_attention
+    use_xla = flag_groups.xla().compiles_attention
     trained = load_trained(FLAGS.output_dir, FLAGS.checkpoint_path, FLAGS.hparams_set, use_xla)
     check_flags(trained.run, trained.hparams, trained.run_dir)
     if FLAGS.data_dir:

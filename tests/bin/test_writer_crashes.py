@@ -29,7 +29,7 @@ import ctranslate2
 import tensorflow as tf
 from binaries import assert_user_error, run_in_process, script
 
-from t2t_keras.bin.common import no_room_message
+from t2t_keras.bin.program import no_room_message
 from t2t_keras.data.vocab import SentencePieceVocabulary
 from t2t_keras.problems.number_words import english
 
