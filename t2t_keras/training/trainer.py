@@ -91,34 +91,16 @@ def train(
       Terminated: after a termination signal, once that step's checkpoint is written.
     """
     termination = termination or Termination(signals=())
-    termination.install()  # Again: MultiWorkerMirroredStrategy's runtime took SIGTERM over.
-    if config.deterministic:
-        tf.config.experimental.enable_op_determinism()
-    if config.random_seed is not None:
-        keras.utils.set_random_seed(config.random_seed)
+    termination.install()  # Again: MultiWorkerMirroredStrategy's runtime takes SIGTERM.
+    _fix_randomness(config)
     chief = is_chief(strategy)
     with output_dir_lock(output_dir, enabled=chief):
         run = _run_record(problem, model_name, data_dir, hparams_set)
-        run_files.check_resumable(output_dir, run, hparams)
-        encoders = _check_data(problem, data_dir, config.skip_corrupt_records)
-        hparams = _with_vocab_size(hparams, encoders, run_files.trained_hparams(output_dir))
-        tree = _leaf_tokens(hparams, problem, encoders)
-        if tree is not None and not hparams.leaf_id:
-            hparams = dataclasses.replace(hparams, leaf_id=tree.leaf_id)
-        vocab_paths = {side: getattr(v, "model_path", "bytes") for side, v in encoders.items()}
-        run_files.check_vocabularies(output_dir, vocab_paths, hparams)
+        hparams, encoders, tree = _checked(problem, hparams, data_dir, output_dir, run, config)
         step = build_train_step(model_name, hparams, strategy, config)
         if tree is not None:
             step.model.set_word_starts(tree.word_start_ids)
-        saver = CheckpointSaver(
-            make_checkpoint(step.model, step.optimizer, seed_states=True),
-            output_dir,
-            config.keep_checkpoint_max,
-            config.save_checkpoints_steps,
-            config.save_checkpoints_secs,
-            chief=chief,
-            worker=worker_id(strategy),
-        )
+        saver = _saver(step, output_dir, strategy, config)
         restored = saver.restore()
         at = _global_step(step.optimizer)
         if restored:
@@ -128,19 +110,8 @@ def train(
             return _averaged(result, output_dir, config, chief)
         evaluator = None
         if chief:
-            sizes = {side: vocab.vocab_size for side, vocab in encoders.items()}
-            run_files.write_run(output_dir, run, hparams, vocab_paths, sizes)
-            evaluator = Evaluator(
-                step.model,
-                problem,
-                data_dir,
-                hparams.batching(),
-                config.eval_steps,
-                config.eval_bleu_examples,
-                jit_compile=config.xla_mode.compiles_whole_search
-                and strategy.num_replicas_in_sync == 1,
-                skip_corrupt=config.skip_corrupt_records,
-            )
+            _write_run(output_dir, run, hparams, encoders)
+            evaluator = _evaluator(step, problem, hparams, data_dir, strategy, config)
         guard = make_guard(
             strategy,
             termination,
@@ -151,6 +122,82 @@ def train(
         result = _loop(problem, hparams, data_dir, strategy, config, step, saver, evaluator, guard)
         with termination.busy():
             return _averaged(result, output_dir, config, chief)
+
+
+def _checked(
+    problem: Problem,
+    hparams: TransformerHParams,
+    data_dir: str,
+    output_dir: str,
+    run: dict[str, str],
+    config: TrainConfig,
+) -> tuple[TransformerHParams, dict[str, Vocabulary], TreeTokens | None]:
+    """The hparams to train (vocabulary sizes and leaf id filled in), the problem's
+    vocabularies and tree tokens, once data and output_dir are found fit to train."""
+    run_files.check_resumable(output_dir, run, hparams)
+    encoders = _check_data(problem, data_dir, config.skip_corrupt_records)
+    hparams = _with_vocab_size(hparams, encoders, run_files.trained_hparams(output_dir))
+    tree = _leaf_tokens(hparams, problem, encoders)
+    if tree is not None and not hparams.leaf_id:
+        hparams = dataclasses.replace(hparams, leaf_id=tree.leaf_id)
+    run_files.check_vocabularies(output_dir, _vocab_paths(encoders), hparams)
+    return hparams, encoders, tree
+
+
+def _saver(
+    step: TrainStep, output_dir: str, strategy: tf.distribute.Strategy, config: TrainConfig
+) -> CheckpointSaver:
+    return CheckpointSaver(
+        make_checkpoint(step.model, step.optimizer, seed_states=True),
+        output_dir,
+        config.keep_checkpoint_max,
+        config.save_checkpoints_steps,
+        config.save_checkpoints_secs,
+        chief=is_chief(strategy),
+        worker=worker_id(strategy),
+    )
+
+
+def _fix_randomness(config: TrainConfig) -> None:
+    if config.deterministic:
+        tf.config.experimental.enable_op_determinism()
+    if config.random_seed is not None:
+        keras.utils.set_random_seed(config.random_seed)
+
+
+def _write_run(
+    output_dir: str,
+    run: dict[str, str],
+    hparams: TransformerHParams,
+    encoders: dict[str, Vocabulary],
+) -> None:
+    sizes = {side: vocab.vocab_size for side, vocab in encoders.items()}
+    run_files.write_run(output_dir, run, hparams, _vocab_paths(encoders), sizes)
+
+
+def _vocab_paths(encoders: dict[str, Vocabulary]) -> dict[str, str]:
+    return {side: getattr(vocab, "model_path", "bytes") for side, vocab in encoders.items()}
+
+
+def _evaluator(
+    step: TrainStep,
+    problem: Problem,
+    hparams: TransformerHParams,
+    data_dir: str,
+    strategy: tf.distribute.Strategy,
+    config: TrainConfig,
+) -> Evaluator:
+    """The chief's dev evaluation; its search compiled as --xla says (on one replica)."""
+    return Evaluator(
+        step.model,
+        problem,
+        data_dir,
+        hparams.batching(),
+        config.eval_steps,
+        config.eval_bleu_examples,
+        jit_compile=config.xla_mode.compiles_whole_search and strategy.num_replicas_in_sync == 1,
+        skip_corrupt=config.skip_corrupt_records,
+    )
 
 
 def _run_record(
