@@ -20,7 +20,7 @@ import os
 import shutil
 from typing import Any
 
-from t2t_keras.decoding.decode_hparams import SEARCH_SETTINGS, DecodeHParams
+from t2t_keras.decoding.decode_hparams import SEARCH_SETTINGS, DecodeHParams, SearchDefaults
 from t2t_keras.errors import UserError
 from t2t_keras.files import (
     make_temporary_dir,
@@ -48,15 +48,6 @@ QUANTIZATIONS = (
 # What t2t_keras.json holds besides "format".
 _INFO_KEYS = ("run", "hparams", "checkpoint", "max_length", "search_defaults")
 INSTALL_HINT = "pip install 't2t_keras[ctranslate2]' (or pip install ctranslate2)"
-
-
-@dataclasses.dataclass(frozen=True)
-class SearchDefaults:
-    """The search settings an export was made with: what unset --decode_hparams take."""
-
-    beam_size: int
-    alpha: float
-    extra_length: int
 
 
 def import_ctranslate2() -> Any:

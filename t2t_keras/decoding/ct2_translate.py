@@ -39,14 +39,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from t2t_keras.data.ids import EOS_ID, UNK_ID
-from t2t_keras.decoding.ct2_export import (
-    QUANTIZATIONS,
-    SearchDefaults,
-    import_ctranslate2,
-    read_info,
-)
+from t2t_keras.decoding.ct2_export import QUANTIZATIONS, import_ctranslate2, read_info
 from t2t_keras.decoding.ct2_spec import PAD_PIECE, vocabulary_pieces
-from t2t_keras.decoding.decode_hparams import DecodeHParams
+from t2t_keras.decoding.decode_hparams import DecodeHParams, SearchDefaults
 from t2t_keras.decoding.translate import SentenceTranslator, Translation
 from t2t_keras.errors import UserError
 from t2t_keras.models.transformer_hparams import TransformerHParams

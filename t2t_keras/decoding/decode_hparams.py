@@ -13,9 +13,12 @@ This module imports no TensorFlow: the binaries' --help lists these fields.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from t2t_keras.hparam import HParams
+
+if TYPE_CHECKING:
+    from t2t_keras.models.transformer_hparams import TransformerHParams
 
 # The settings of the search itself (Decoder's keyword arguments); the rest
 # are t2t-decoder's batching and writing.
@@ -40,17 +43,20 @@ LENGTH_PENALTIES = ("gnmt", "length")
 _FROM_MODEL = ("beam_size", "alpha", "extra_length")
 
 
-class SearchDefaults(Protocol):
-    """What unset search settings come from: a model's hparams (TransformerHParams)."""
+@dataclasses.dataclass(frozen=True)
+class SearchDefaults:
+    """What unset search settings take: the hparams set's beam_size, alpha and extra_length.
 
-    @property
-    def beam_size(self) -> int: ...
+    A model's TransformerHParams holds them; a CTranslate2 export stores them.
+    """
 
-    @property
-    def alpha(self) -> float: ...
+    beam_size: int
+    alpha: float
+    extra_length: int
 
-    @property
-    def extra_length(self) -> int: ...
+    @classmethod
+    def of(cls, model_hparams: SearchDefaults | TransformerHParams) -> SearchDefaults:
+        return cls(*(getattr(model_hparams, name) for name in _FROM_MODEL))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,14 +89,14 @@ class DecodeHParams(HParams):
             " or ".join(LENGTH_PENALTIES),
         )
 
-    def resolved(self, model_hparams: SearchDefaults) -> DecodeHParams:
+    def resolved(self, model_hparams: SearchDefaults | TransformerHParams) -> DecodeHParams:
         """A copy whose unset search settings are the model hparams' values.
 
         Resolving a resolved copy returns it unchanged.
         """
-        unset = {name: getattr(model_hparams, name) for name in _FROM_MODEL}
+        defaults = dataclasses.asdict(SearchDefaults.of(model_hparams))
         return dataclasses.replace(
-            self, **{name: value for name, value in unset.items() if getattr(self, name) is None}
+            self, **{name: value for name, value in defaults.items() if getattr(self, name) is None}
         )
 
     def beam_alpha_extra_length(self) -> tuple[int, float, int]:
