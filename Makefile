@@ -30,9 +30,10 @@ demo: $(VENV)/.installed
 	$(BIN)/t2t-decoder --output_dir=$(DEMO_DIR)/train --decode_to_file=$(DEMO_DIR)/test.decodes
 
 # One pytest worker per core (pytest-xdist): most tests wait on tracing and
-# compiling, which is single-threaded.
+# compiling, which is single-threaded. Work stealing: a worker left idle near
+# the end takes tests queued for the other instead of waiting for it.
 test: $(VENV)/.installed-test lint
-	$(BIN)/pytest -n auto --durations=20
+	$(BIN)/pytest -n auto --dist worksteal --durations=20
 
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check .
