@@ -1,8 +1,9 @@
 """Two worker processes on localhost under MultiWorkerMirroredStrategy (TF_CONFIG).
 
-A run through the library ends with the same weights on both workers. Then
 t2t-trainer's workers: one SIGKILLed (the other stops at once with a paragraph
 naming it), rerun (both resume) and one SIGTERMed (both save the same step).
+Marked slow: through the library both workers end with the same weights, and
+workers stopped and rerun end with them too, bit for bit.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from t2t_keras.run.weights import build_model, restore_model
 from t2t_keras.termination import RESTARTABLE_EXIT_CODE, WORKER_LOST_EXIT_CODE
 
 WORKER = Path(__file__).with_name("multi_worker_main.py")
-STEPS = 4
+STEPS = 24  # Of the slow test.
 
 
 @dataclasses.dataclass
@@ -59,36 +60,6 @@ def _start(commands: list[list[str]], logs: Path) -> list[Worker]:
             process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=stderr)
         workers.append(Worker(process, log, cluster["worker"][index]))
     return workers
-
-
-@pytest.fixture(scope="module")
-def straight(number_words_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """output_dir of STEPS uninterrupted steps; worker_<i>.npz beside it: each one's weights."""
-    root = tmp_path_factory.mktemp("straight")
-    command = [sys.executable, str(WORKER), str(number_words_data), str(root / "train")]
-    workers = _start(
-        [[*command, str(root / f"worker_{i}.npz"), str(STEPS)] for i in range(2)], root / "logs"
-    )
-    for worker in workers:
-        assert worker.process.wait(timeout=300) == 0, worker.log.read_text()[-3000:]
-    return root / "train"
-
-
-def test_two_workers_end_with_identical_weights(straight: Path) -> None:
-    chief, other = (np.load(straight.parent / f"worker_{i}.npz") for i in range(2))
-    assert len(chief.files) == len(other.files) > 0
-    for name in chief.files:
-        np.testing.assert_array_equal(chief[name], other[name])
-
-    # Only the chief wrote output_dir; its newest checkpoint is the final step and loads.
-    latest = tf.train.latest_checkpoint(str(straight))
-    assert latest.endswith(f"ckpt-{STEPS}")
-    assert not list(straight.glob(".scratch_*"))
-    hparams = TransformerHParams.from_json((straight / "hparams.json").read_text())
-    model = build_model("transformer", hparams)
-    restore_model(model, latest)
-    for restored, name in zip(model.get_weights(), chief.files, strict=True):
-        np.testing.assert_array_equal(restored, chief[name])
 
 
 def _kill_worker_1(command: list[str], output_dir: Path, logs: Path) -> None:
@@ -140,3 +111,52 @@ def test_a_lost_worker_stops_the_other_and_a_signalled_one_stops_both_at_one_ste
     ]
     _kill_worker_1(command, output_dir, tmp_path / "killed")
     _resume_then_terminate_worker_1(command, output_dir, tmp_path / "terminated")
+
+
+@pytest.mark.slow
+def test_workers_stopped_and_rerun_end_as_if_never_interrupted(
+    number_words_data: Path, tmp_path: Path
+) -> None:
+    """Through the library, two workers end with the same weights. Through t2t-trainer,
+    SIGTERM to one worker, then a rerun of both to the end: the same weights again, bit
+    for bit (under --deterministic)."""
+    straight = tmp_path / "straight"
+    library = [sys.executable, str(WORKER), str(number_words_data), str(straight)]
+    for worker in _start(
+        [[*library, str(tmp_path / f"worker_{i}.npz"), str(STEPS)] for i in range(2)],
+        tmp_path / "straight_logs",
+    ):
+        assert worker.process.wait(timeout=300) == 0, worker.log.read_text()[-3000:]
+    chief, other = (np.load(tmp_path / f"worker_{i}.npz") for i in range(2))
+    assert len(chief.files) == len(other.files) > 0
+    for name in chief.files:
+        np.testing.assert_array_equal(chief[name], other[name])
+    # Only the chief wrote output_dir; its newest checkpoint is the final step and loads.
+    latest = tf.train.latest_checkpoint(str(straight))
+    assert latest.endswith(f"ckpt-{STEPS}")
+    assert not list(straight.glob(".scratch_*"))
+    model = build_model(
+        "transformer", TransformerHParams.from_json((straight / "hparams.json").read_text())
+    )
+    restore_model(model, latest)
+    for restored, name in zip(model.get_weights(), chief.files, strict=True):
+        np.testing.assert_array_equal(restored, chief[name])
+
+    output_dir = tmp_path / "train"
+    command = [
+        *(c for c in trainer_command(number_words_data, output_dir) if "devices" not in c),
+        f"--train_steps={STEPS}",
+        "--save_checkpoints_steps=4",
+        "--distribution_strategy=multi_worker_mirrored",
+    ]
+    workers = _start([command, command], tmp_path / "terminated")
+    wait_for_line(workers[1].log, r"step 2/", workers[1].process)
+    workers[1].process.send_signal(signal.SIGTERM)
+    assert [w.process.wait(timeout=120) for w in workers] == [RESTARTABLE_EXIT_CODE] * 2
+    for worker in _start([command, command], tmp_path / "rerun"):
+        assert worker.process.wait(timeout=300) == 0, worker.log.read_text()[-3000:]
+    first = tf.train.load_checkpoint(str(straight / f"ckpt-{STEPS}"))
+    second = tf.train.load_checkpoint(str(output_dir / f"ckpt-{STEPS}"))
+    names = set(first.get_variable_to_shape_map()) - {"save_counter/.ATTRIBUTES/VARIABLE_VALUE"}
+    for name in names:
+        np.testing.assert_array_equal(first.get_tensor(name), second.get_tensor(name), name)
