@@ -19,7 +19,7 @@ import re
 import tempfile
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 import tensorflow as tf
 from absl import logging
@@ -57,10 +57,14 @@ class Guard:
         if self.termination.requested():
             self.stop(step)
 
-    def stop(self, step: int) -> None:
-        path = self.save(step)
-        line = self.termination.stopped_line(step, path or f"ckpt-{step}", chief=bool(path))
-        raise Terminated(line)
+    def stop(self, step: int) -> NoReturn:
+        """Saves `step` and raises Terminated."""
+        raise self._terminated(step, self.save(step))
+
+    def _terminated(self, step: int, path: str | None, hard_exit: bool = False) -> Terminated:
+        """The way out after saving `step` to `path` (None: the chief wrote it)."""
+        line = self.termination.stopped_line(step, path or f"ckpt-{step}", chief=path is not None)
+        return Terminated(line, hard_exit)
 
 
 class ClusterGuard(Guard):
@@ -86,8 +90,7 @@ class ClusterGuard(Guard):
         self.strategy = strategy
         self.global_step = global_step
         self.output_dir = output_dir
-        # TensorFlow's C++ runtime took SIGTERM over when the strategy started.
-        termination.coordinate().install()
+        termination.coordinate()
         _quiet_peer_watchers()
         # The handler adds a counter to the checkpoint it is given and restores it: give
         # it one of its own that is never written, and save ours through save_fn.
@@ -117,13 +120,10 @@ class ClusterGuard(Guard):
         del step  # The handler stops every worker at the step they agree on.
 
     def _save(self) -> None:
-        self._saved = self.save(self.global_step()) or ""
+        self._saved = self.save(self.global_step())
 
-    def _exit(self) -> None:
-        step = self.global_step()
-        chief = bool(self._saved)
-        line = self.termination.stopped_line(step, self._saved or f"ckpt-{step}", chief=chief)
-        raise Terminated(line, hard_exit=True)
+    def _exit(self) -> NoReturn:
+        raise self._terminated(self.global_step(), self._saved, hard_exit=True)
 
     def _lost_message(self, error: tf.errors.OpError) -> str:
         resolver = self.strategy.cluster_resolver

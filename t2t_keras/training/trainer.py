@@ -349,7 +349,6 @@ def _evaluate(
     except EvaluationInterrupted:
         logging.warning("The dev evaluation at step %d was interrupted: not recorded.", step)
         guard.stop(step)
-        raise
 
 
 def _train_batches(
