@@ -80,8 +80,8 @@ def define_source_flags() -> None:
     """--data_source and --tfds_data_dir, for the binaries that generate data."""
     flags.DEFINE_enum(
         "data_source",
-        "auto",
-        ("auto", "local", "tfds", "archives"),
+        modes.DATA_SOURCE_AUTO,
+        (modes.DATA_SOURCE_AUTO, *modes.DATA_SOURCES),
         "Where a translation problem with several sources (the WMT ones) reads its corpus. "
         "auto: plain text in --tmp_dir if its train files are there, else the archives if "
         "any is in --tmp_dir, else tensorflow-datasets; a data_dir keeps to the source "

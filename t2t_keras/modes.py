@@ -1,4 +1,4 @@
-"""How a run uses the machine: XLA, precision, the distribution strategy.
+"""How a run uses the machine (XLA, precision, the distribution strategy), and where data comes from.
 
 One list of values and one meaning for each, shared by every binary and the
 library. Nothing here imports TensorFlow, so the binaries' flags and their
@@ -22,6 +22,10 @@ XLA_HELP = (
 )
 PRECISIONS = ("off", "fp16", "bf16")
 STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
+# Where a translation problem with several sources reads its corpus (--data_source):
+# "auto" chooses among the others (`TranslateProblem.sources`).
+DATA_SOURCE_AUTO = "auto"
+DATA_SOURCES = ("local", "tfds", "archives")
 
 
 @dataclasses.dataclass(frozen=True)

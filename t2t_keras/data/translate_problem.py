@@ -32,9 +32,10 @@ from t2t_keras.data.parallel_sources import LocalFiles, ParallelCorpus, TfdsTran
 from t2t_keras.data.text_problem import Sample, Text2TextProblem
 from t2t_keras.errors import UserError
 from t2t_keras.files import write_atomically
+from t2t_keras.modes import DATA_SOURCE_AUTO, DATA_SOURCES
 
-AUTO, LOCAL, TFDS, ARCHIVES = "auto", "local", "tfds", "archives"
-SOURCES = (LOCAL, TFDS, ARCHIVES)
+AUTO, SOURCES = DATA_SOURCE_AUTO, DATA_SOURCES
+LOCAL, TFDS, ARCHIVES = SOURCES
 
 
 class TranslateProblem(Text2TextProblem):
