@@ -1,7 +1,7 @@
 r"""Our decoder beside CTranslate2 on our own exported model: speed, and BLEU per runtime.
 
 Speed (--speed_vocab_sizes): transformer_base shapes with random weights (one
-model per vocabulary size), exported through `t2t_keras.decoding.ct2_spec`
+model per vocabulary size), exported through `t2t_keras.export.ctranslate2_spec`
 (the converter of t2t-exporter); a batch of --batch sentences of --length
 random ids, beam --beam_size, every hypothesis exactly --length tokens (EOS
 barred before, nothing after; ours then writes the EOS it forces, one step
@@ -41,15 +41,15 @@ from absl import app, flags
 from multi30k import corpus_path, read_lines, score
 
 from t2t_keras import catalog
-from t2t_keras.decoding.ct2_export import export_ctranslate2
-from t2t_keras.decoding.ct2_spec import PAD_PIECE, model_spec
-from t2t_keras.decoding.ct2_translate import CTranslate2Translator
-from t2t_keras.decoding.decode_hparams import DecodeHParams
-from t2t_keras.decoding.decoder import Decoder
-from t2t_keras.decoding.translate import SentenceTranslator, Translator
+from t2t_keras.export.ctranslate2_export import export_ctranslate2
+from t2t_keras.export.ctranslate2_runtime import CTranslate2Translator
+from t2t_keras.export.ctranslate2_spec import PAD_PIECE, model_spec
 from t2t_keras.hparams.transformer import transformer_base
 from t2t_keras.run.loading import load_trained
 from t2t_keras.run.weights import build_model
+from t2t_keras.search.decoder import Decoder
+from t2t_keras.search.settings import DecodeHParams
+from t2t_keras.serving.translator import SentenceTranslator, Translator
 
 flags.DEFINE_list("speed_vocab_sizes", ["8000", "37000"], "Vocabulary sizes of the speed runs.")
 flags.DEFINE_integer("batch", 32, "Sentences per batch.")
@@ -94,9 +94,10 @@ def speed_runtimes(vocab_size: int, work_dir: str) -> dict[str, Callable[[], Any
     ids[:, -1] = 1  # EOS
     length = FLAGS.length
     # Exactly `length` tokens before EOS: at least that many, and input + 0 at most.
-    decoder = Decoder(
-        model, beam_size=FLAGS.beam_size, alpha=0.6, extra_length=0, min_length=length
+    settings = DecodeHParams(
+        beam_size=FLAGS.beam_size, alpha=0.6, extra_length=0, min_length=length
     )
+    decoder = Decoder(model, settings.resolve(hparams).search)
     runtimes: dict[str, Callable[[], Any]] = {"ours (XLA)": lambda: decoder(ids)}
     vocab = _Pieces(vocab_size)
     spec = model_spec(model, {"inputs": vocab, "targets": vocab}, hparams.max_length)
@@ -167,13 +168,16 @@ def bleu_table(trained_dir: str, work_dir: str) -> str:
     trained = load_trained(trained_dir)
     sources = read_lines(corpus_path(FLAGS.test_set, "en"))
     references = read_lines(corpus_path(FLAGS.test_set, "de"))
-    settings = DecodeHParams().resolved(trained.hparams)
+    settings = DecodeHParams().resolve(trained.hparams)
     runtimes: dict[str, SentenceTranslator] = {
         "ours (XLA)": Translator(trained.model, trained.vocabs, settings)
     }
     for quantization in QUANTIZATIONS:
         model_dir = export_ctranslate2(
-            trained, os.path.join(work_dir, f"trained_{quantization}"), settings, quantization
+            trained,
+            os.path.join(work_dir, f"trained_{quantization}"),
+            settings.search,
+            quantization,
         )
         name = f"ctranslate2 {quantization}"
         if not supported(quantization):

@@ -43,7 +43,8 @@ from absl import app, flags
 
 from t2t_keras import catalog, registry
 from t2t_keras.data.ids import EOS_ID, PAD_ID
-from t2t_keras.decoding import Decoder, beam_search, decode_limits, greedy_search
+from t2t_keras.search import Decoder, beam_search, decode_limits, greedy_search
+from t2t_keras.search.settings import DecodeHParams
 
 SETTINGS = ("cached_xla", "cached_no_xla", "uncached_xla", "uncached_no_xla")
 VOCAB_SIZE = 37000
@@ -144,13 +145,8 @@ def make_search(
     """The search of one of SETTINGS."""
     xla = not setting.endswith("_no_xla")
     if setting.startswith("cached"):
-        return Decoder(
-            models[xla],
-            beam_size=beam_size,
-            alpha=ALPHA,
-            extra_length=extra_length,
-            jit_compile=xla,
-        )
+        settings = DecodeHParams(beam_size=beam_size, alpha=ALPHA, extra_length=extra_length)
+        return Decoder(models[xla], settings.resolve(models[xla].hparams).search, jit_compile=xla)
     return uncached_search(models[xla], beam_size, extra_length, jit_compile=xla)
 
 

@@ -37,11 +37,11 @@ from one_device import budget, run_summary, train_without_evaluation
 
 from t2t_keras import catalog, registry
 from t2t_keras.data.tree_baselines import baseline_trees
-from t2t_keras.decoding.decode_hparams import DecodeHParams
-from t2t_keras.decoding.translate import Translator
 from t2t_keras.metrics import evalb
 from t2t_keras.modes import XLA_MODES
 from t2t_keras.run.loading import load_trained
+from t2t_keras.search.settings import DecodeHParams
+from t2t_keras.serving.translator import Translator
 
 SAMPLE = Path(__file__).resolve().parents[2] / "shared" / "data" / "ptb"
 SAMPLE_FILE = SAMPLE / "wsj_0001-0199.oneline.mrg"
@@ -122,7 +122,7 @@ def decode_and_score(run_dir: str, data_dir: str, beam_size: int, files_dir: str
     problem = registry.problem(PROBLEM)
     trained = load_trained(run_dir)
     settings = DecodeHParams().override(FLAGS.decode_hparams)
-    settings = settings.override(f"beam_size={beam_size}").resolved(trained.hparams)
+    settings = settings.override(f"beam_size={beam_size}").resolve(trained.hparams)
     translator = Translator(
         trained.model, trained.vocabs, settings, tree_tokens=problem.tree_constraint(trained.vocabs)
     )

@@ -31,10 +31,10 @@ from multi30k import PROBLEM, corpus_path, prepare_data, read_lines, score
 from one_device import budget, run_summary, train_without_evaluation
 
 from t2t_keras import catalog
-from t2t_keras.decoding.decode import decode_file
-from t2t_keras.decoding.decode_hparams import DecodeHParams
-from t2t_keras.decoding.translate import Translator
 from t2t_keras.run.loading import load_trained
+from t2t_keras.search.settings import DecodeHParams
+from t2t_keras.serving.file_decoding import decode_file
+from t2t_keras.serving.translator import Translator
 
 flags.DEFINE_float("minutes", 30.0, "Training budget in minutes.")
 flags.DEFINE_string("hparams_set", "transformer_small_cpu", "The hparams set trained.")
@@ -78,7 +78,7 @@ def decode_test_sets(run_dir: str, name: str, decode_hparams: str, test_sets: li
     """Each test set's raw source translated by t2t-decoder's code path, and scored."""
     trained = load_trained(run_dir)
     settings = DecodeHParams().override(decode_hparams)
-    translator = Translator(trained.model, trained.vocabs, settings)
+    translator = Translator(trained.model, trained.vocabs, settings.resolve(trained.hparams))
     results = {}
     for test_set in test_sets:
         to_file = os.path.join(FLAGS.work_dir, f"{name}.{test_set}.decodes")

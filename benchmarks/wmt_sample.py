@@ -39,12 +39,12 @@ from local_tfds import write_archive, write_wmt14
 
 from t2t_keras import catalog, registry
 from t2t_keras.data import records
-from t2t_keras.decoding.decode import decode_file
-from t2t_keras.decoding.decode_hparams import DecodeHParams
-from t2t_keras.decoding.translate import Translator
 from t2t_keras.files import read_text_lines
 from t2t_keras.metrics import bleu
 from t2t_keras.run.loading import load_trained
+from t2t_keras.search.settings import DecodeHParams
+from t2t_keras.serving.file_decoding import decode_file
+from t2t_keras.serving.translator import Translator
 
 SHARED_WMT = Path(__file__).resolve().parents[2] / "shared" / "data" / "wmt"
 HELD_OUT = 500
@@ -148,7 +148,7 @@ def train_and_score(data_dir: str, work_dir: Path) -> dict:
     )  # fmt: skip
     run_dir = os.path.join(output_dir, "averaged") if FLAGS.average > 1 else output_dir
     trained = load_trained(run_dir)
-    translator = Translator(trained.model, trained.vocabs, DecodeHParams())
+    translator = Translator(trained.model, trained.vocabs, DecodeHParams().resolve(trained.hparams))
     source = str(SHARED_WMT / "newstest2013.en")
     start = time.monotonic()
     decoded = decode_file(

@@ -35,14 +35,15 @@ from typing import TYPE_CHECKING, Any
 from absl import flags, logging
 
 from t2t_keras.bin import flag_groups, program, trained_model
-from t2t_keras.decoding.decode_hparams import DecodeHParams
 from t2t_keras.errors import UserError
 from t2t_keras.files import make_writable_dir
+from t2t_keras.search.settings import DecodeHParams
 
 if TYPE_CHECKING:
-    from t2t_keras.decoding.decode import Decoded
-    from t2t_keras.decoding.translate import SentenceTranslator, Translator
     from t2t_keras.run.loading import TrainedModel
+    from t2t_keras.search.settings import DecodeSettings
+    from t2t_keras.serving.file_decoding import Decoded
+    from t2t_keras.serving.translator import SentenceTranslator, Translator
 
 trained_model.define_flags(
     "The problem's data directory: the split is read from it (default: the data_dir of the "
@@ -122,18 +123,18 @@ def main() -> int:
         translator, run, stamp = _ctranslate2_translator(settings)
     else:
         trained = trained_model.load()
-        translator = _translator(trained, settings.resolved(trained.hparams))
+        translator = _translator(trained, settings.resolve(trained.hparams))
         run, stamp = trained.run, f"{trained.checkpoint}.index"
         plotted = (trained, translator)
-    from t2t_keras.decoding import decode
+    from t2t_keras.serving import file_decoding
 
     problem = trained_model.registered_problem(run)
     if FLAGS.decode_interactive:
-        decode.decode_interactive(translator, problem=problem)
+        file_decoding.decode_interactive(translator, problem=problem)
         return 0
     if FLAGS.decode_from_file:
         to_file = FLAGS.decode_to_file or _default_output(translator, run.get("hparams_set"))
-        decoded = decode.decode_file(
+        decoded = file_decoding.decode_file(
             translator, FLAGS.decode_from_file, to_file, FLAGS.decode_reference, problem
         )
     else:
@@ -143,7 +144,7 @@ def main() -> int:
         stamp_time = os.path.getmtime(stamp)
         os.utime(os.path.expanduser(to_file), (stamp_time, stamp_time))
     if FLAGS.attention_plot_dir and plotted:
-        decode.plot_attention(
+        file_decoding.plot_attention(
             *plotted, decoded, FLAGS.attention_plot_dir, FLAGS.attention_plot_sentences
         )
     return 0
@@ -177,18 +178,19 @@ def _check_modes() -> None:
         )
 
 
-def _translator(trained: TrainedModel, settings: DecodeHParams) -> Translator:
-    from t2t_keras.decoding.translate import Translator
+def _translator(trained: TrainedModel, settings: DecodeSettings) -> Translator:
+    from t2t_keras.serving.translator import Translator
 
     jit_compile = flag_groups.xla().compiles_whole_search
     tree_tokens = trained_model.tree_tokens(trained.run, trained.vocabs)
     translator = Translator(trained.model, trained.vocabs, settings, jit_compile, tree_tokens)
+    search = settings.search
     logging.info(
         "Decoding with %s (beam %d, alpha %s, extra length %d).",
         trained.checkpoint,
-        settings.beam_size,
-        settings.alpha,
-        settings.extra_length,
+        search.beam_size,
+        search.alpha,
+        search.extra_length,
     )
     return translator
 
@@ -197,8 +199,8 @@ def _ctranslate2_translator(
     settings: DecodeHParams,
 ) -> tuple[SentenceTranslator, dict[str, Any], str]:
     """The CTranslate2 runtime, the run files its export records, and its timestamp file."""
-    from t2t_keras.decoding.ct2_export import import_ctranslate2
-    from t2t_keras.decoding.ct2_translate import CTranslate2Translator
+    from t2t_keras.export.ctranslate2_export import import_ctranslate2, search_defaults
+    from t2t_keras.export.ctranslate2_runtime import CTranslate2Translator
 
     import_ctranslate2()
     model_dir = FLAGS.ctranslate2_dir
@@ -212,7 +214,10 @@ def _ctranslate2_translator(
         model_dir = os.path.join(os.path.expanduser(FLAGS.output_dir), "ctranslate2")
     info = trained_model.load_export(model_dir)
     translator = CTranslate2Translator(
-        model_dir, settings, FLAGS.ctranslate2_threads, FLAGS.ctranslate2_compute_type
+        model_dir,
+        settings.resolve(search_defaults(info)),
+        FLAGS.ctranslate2_threads,
+        FLAGS.ctranslate2_compute_type,
     )
     if settings.tree_constraint and trained_model.tree_tokens(info["run"], translator.vocabs):
         logging.warning(
@@ -220,7 +225,7 @@ def _ctranslate2_translator(
             "(decode_hparams tree_constraint): outputs that are not well-formed trees over "
             "the input's words are repaired by the rules of t2t_keras/data/tree_repair.py."
         )
-    h = translator.hparams
+    h = translator.settings.search
     logging.info(
         "Decoding with the CTranslate2 export %s of %s (beam %d, alpha %s, extra length %d).",
         model_dir,
@@ -235,7 +240,7 @@ def _ctranslate2_translator(
 
 
 def _decode_split(run: dict[str, Any], translator: SentenceTranslator) -> Decoded:
-    from t2t_keras.decoding import decode
+    from t2t_keras.serving import file_decoding
 
     problem = trained_model.registered_problem(run)
     if problem is None:
@@ -250,13 +255,13 @@ def _decode_split(run: dict[str, Any], translator: SentenceTranslator) -> Decode
             "t2t-datagen wrote the problem's shards to, or decode a file with --decode_from_file."
         )
     data_dir = os.path.expanduser(data_dir)
-    return decode.decode_split(
+    return file_decoding.decode_split(
         translator, problem, data_dir, FLAGS.decode_split, FLAGS.decode_to_file
     )
 
 
 def _default_output(translator: SentenceTranslator, hparams_set: str | None) -> str:
-    h = translator.hparams
+    h = translator.settings.search
     name = hparams_set or "model"
     return f"{FLAGS.decode_from_file}.{name}.beam{h.beam_size}.alpha{h.alpha}.decodes"
 

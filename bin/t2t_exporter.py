@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING
 from absl import flags
 
 from t2t_keras.bin import flag_groups, program, trained_model
-from t2t_keras.decoding.decode_hparams import SEARCH_SETTINGS, DecodeHParams
 from t2t_keras.errors import UserError
+from t2t_keras.search.settings import SEARCH_SETTINGS, DecodeHParams
 
 if TYPE_CHECKING:
     from t2t_keras.run.loading import TrainedModel
@@ -79,10 +79,8 @@ FLAGS = flags.FLAGS
 def main() -> int:
     if flag_groups.start():
         return 0
-    from t2t_keras.decoding.export import check_exportable
-
     settings = trained_model.decode_settings()
-    check_exportable(settings)
+    settings.check_search_only()
     if FLAGS.export_format == "ctranslate2":
         return _export_ctranslate2(settings)
     if FLAGS.quantization:
@@ -90,7 +88,7 @@ def main() -> int:
             "--quantization applies to --export_format=ctranslate2; a SavedModel keeps the "
             "trained weights. Drop --quantization or add --export_format=ctranslate2."
         )
-    from t2t_keras.decoding.export import export_translator
+    from t2t_keras.export.saved_model import export_translator
 
     trained = _load()
     export_dir = FLAGS.export_dir or os.path.join(trained.run_dir, "export")
@@ -98,7 +96,7 @@ def main() -> int:
     version_dir = export_translator(
         trained,
         export_dir,
-        settings.resolved(trained.hparams),
+        settings.resolve(trained.hparams).search,
         jit_compile,
         trained_model.tree_tokens(trained.run, trained.vocabs),
     )
@@ -118,7 +116,7 @@ def _load() -> TrainedModel:
 
 
 def _export_ctranslate2(settings: DecodeHParams) -> int:
-    from t2t_keras.decoding.ct2_export import (
+    from t2t_keras.export.ctranslate2_export import (
         check_quantization,
         export_ctranslate2,
         import_ctranslate2,
@@ -130,7 +128,8 @@ def _export_ctranslate2(settings: DecodeHParams) -> int:
     trained = _load()
     suffix = "" if quantization == "float32" else f"_{quantization}"
     export_dir = FLAGS.export_dir or os.path.join(trained.run_dir, f"ctranslate2{suffix}")
-    model_dir = export_ctranslate2(trained, export_dir, settings, quantization)
+    search = settings.resolve(trained.hparams).search
+    model_dir = export_ctranslate2(trained, export_dir, search, quantization)
     print(model_dir)
     print(
         f"Decode with: t2t-decoder --runtime=ctranslate2 --ctranslate2_dir={model_dir} "

@@ -25,9 +25,9 @@ if TYPE_CHECKING:
     from t2t_keras.data import Problem
     from t2t_keras.data.tree_tokens import TreeTokens
     from t2t_keras.data.vocab import Vocabulary
-    from t2t_keras.decoding.decode_hparams import DecodeHParams
     from t2t_keras.hparam import HParams
     from t2t_keras.run.loading import TrainedModel
+    from t2t_keras.search.settings import DecodeHParams
 
 FLAGS = flags.FLAGS
 
@@ -61,7 +61,7 @@ def define_flags(data_dir_help: str) -> None:
 
 def decode_settings() -> DecodeHParams:
     """--decode_hparams, parsed; unset search settings are filled in by `load`'s caller."""
-    from t2t_keras.decoding.decode_hparams import DecodeHParams
+    from t2t_keras.search.settings import DecodeHParams
 
     return DecodeHParams().override(FLAGS.decode_hparams)
 
@@ -105,7 +105,7 @@ def load_export(model_dir: str) -> dict[str, Any]:
     Raises:
       UserError: not an export, or one the flags do not describe.
     """
-    from t2t_keras.decoding.ct2_export import read_info
+    from t2t_keras.export.ctranslate2_export import read_info
 
     info = read_info(model_dir)
     run, hparams = info["run"], export_hparams(info)

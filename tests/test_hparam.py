@@ -11,9 +11,9 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from t2t_keras import registry
-from t2t_keras.decoding.decode_hparams import DecodeHParams
 from t2t_keras.hparam import HParams, HParamsError
 from t2t_keras.models import TransformerHParams
+from t2t_keras.search.settings import DecodeHParams
 
 
 @dataclasses.dataclass(frozen=True)

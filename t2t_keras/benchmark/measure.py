@@ -28,10 +28,11 @@ import tensorflow as tf
 
 from t2t_keras.benchmark import flops
 from t2t_keras.data.ids import EOS_ID
-from t2t_keras.decoding.decoder import Decoder
 from t2t_keras.models.transformer_hparams import TransformerHParams
 from t2t_keras.modes import Xla
 from t2t_keras.run.weights import build_model
+from t2t_keras.search.decoder import Decoder
+from t2t_keras.search.settings import DecodeHParams
 from t2t_keras.training.config import TrainConfig
 from t2t_keras.training.trainer import POLICIES, build_train_step
 
@@ -183,13 +184,10 @@ def decode(
     model = build_model(
         "transformer", hparams, use_xla=compiled.compiles_attention, dtype=POLICIES[precision]
     )
-    decoder = Decoder(
-        model,
-        beam_size=beam_size,
-        extra_length=output_length - source_length,
-        min_length=output_length,
-        jit_compile=compiled.compiles_whole_search,
-    )
+    settings = DecodeHParams(
+        beam_size=beam_size, extra_length=output_length - source_length, min_length=output_length
+    ).resolve(hparams)
+    decoder = Decoder(model, settings.search, jit_compile=compiled.compiles_whole_search)
     inputs = random_ids(decode_batch, source_length, hparams.vocab_size, seed=3)
     seconds = time_runs(lambda: decoder(inputs)[0].numpy(), warmup_steps, steps)
     work = flops.decode_flops(hparams, decode_batch, source_length, output_length, beam_size)

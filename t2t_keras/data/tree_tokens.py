@@ -5,7 +5,7 @@ A parser's target vocabulary holds each bracket and XX as one piece
 starts with a piece that begins with "▁" (SentencePiece marks a word start so,
 also before characters it does not know: "€uro" is "▁", "<unk>", "u", ...).
 `tree_tokens` reads both from the vocabularies, which may be one shared model
-or one per side; `t2t_keras.decoding.tree_constraint` turns the tables into
+or one per side; `t2t_keras.search.tree_constraint` turns the tables into
 the search's mask. Pure Python: no TensorFlow here.
 """
 

@@ -2,7 +2,7 @@
 
 Ids follow the fixed conventions: 0 = PAD, 1 = EOS. The decoder input is the
 targets shifted right with 0 in front. Inputs longer than `max_length` raise
-a UserError here; `t2t_keras.decoding` truncates them with a warning instead.
+a UserError here; `t2t_keras.search.Decoder` truncates them with a warning instead.
 """
 
 from __future__ import annotations

@@ -18,10 +18,10 @@ from absl import logging
 from t2t_keras.data import damage
 from t2t_keras.data.batching import BatchingConfig
 from t2t_keras.data.problem import Problem
-from t2t_keras.decoding.decode import translate_lines
-from t2t_keras.decoding.decode_hparams import DecodeHParams
-from t2t_keras.decoding.translate import Translator
 from t2t_keras.metrics.output_metrics import OUTPUT_METRICS, score
+from t2t_keras.search.settings import DecodeSettings
+from t2t_keras.serving.file_decoding import translate_lines
+from t2t_keras.serving.translator import Translator
 from t2t_keras.training.loss import correct_tokens, smoothed_cross_entropy_sum
 
 
@@ -33,6 +33,7 @@ class Evaluator:
       problem: the problem trained on.
       data_dir: where the dev shards are.
       batching_config: how dev batches are made (the training's, `hparams.batching()`).
+      decode_settings: how the BLEU subset is decoded (`DecodeHParams.resolve`).
       max_batches: dev batches for loss and accuracy; 0 = the whole split.
       bleu_examples: dev sentences decoded for the problem's output metrics
         (`t2t_keras.metrics.output_metrics`); 0 = none.
@@ -48,6 +49,7 @@ class Evaluator:
         problem: Problem,
         data_dir: str,
         batching_config: BatchingConfig,
+        decode_settings: DecodeSettings,
         max_batches: int = 0,
         bleu_examples: int = 0,
         jit_compile: bool = True,
@@ -56,6 +58,7 @@ class Evaluator:
         self.model = model
         self.problem = problem
         self.batching_config = batching_config
+        self.decode_settings = decode_settings
         self.data_dir = data_dir
         self.max_batches = max_batches
         self.output_metrics = [m for m in problem.eval_metrics() if m in OUTPUT_METRICS]
@@ -118,7 +121,7 @@ class Evaluator:
         return loss_sum, correct_tokens(logits, batch["targets"]), tokens
 
     def decode_subset(self) -> list[str]:
-        """The first bleu_examples dev sentences decoded with the model's beam search."""
+        """The first bleu_examples dev sentences decoded with decode_settings."""
         if self._translator is None:  # Read the subset and build the search once.
             pairs = self.problem.text_examples(self.data_dir, "dev", self.bleu_examples)
             self._sources = [source for source, _ in pairs]
@@ -127,7 +130,7 @@ class Evaluator:
             self._translator = Translator(
                 self.model,
                 encoders,
-                DecodeHParams(),
+                self.decode_settings,
                 self.jit_compile,
                 self.problem.tree_constraint(encoders),
             )

@@ -20,6 +20,7 @@ from t2t_keras.errors import UserError
 from t2t_keras.models.transformer_hparams import TransformerHParams
 from t2t_keras.run import run_files
 from t2t_keras.run.weights import build_model, make_checkpoint
+from t2t_keras.search.settings import DecodeHParams
 from t2t_keras.termination import EvaluationInterrupted, Termination
 from t2t_keras.training.averaging import average_checkpoints
 from t2t_keras.training.checkpoints import CheckpointSaver
@@ -193,6 +194,7 @@ def _evaluator(
         problem,
         data_dir,
         hparams.batching(),
+        DecodeHParams().resolve(hparams),  # The hparams set's beam search, as t2t-decoder's.
         config.eval_steps,
         config.eval_bleu_examples,
         jit_compile=config.xla_mode.compiles_whole_search and strategy.num_replicas_in_sync == 1,

@@ -10,9 +10,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from t2t_keras import registry
-from t2t_keras.decoding.decode_hparams import DecodeHParams
 from t2t_keras.hparam import HParamsError
 from t2t_keras.models import TransformerHParams
+from t2t_keras.search.settings import DecodeHParams
 
 FIELD_NAMES = sorted({*TransformerHParams().values(), *DecodeHParams().values()})
 # What a command line can hold: anything but NUL.

@@ -118,11 +118,11 @@ def test_the_saved_model_of_a_parser_returns_the_decoders_trees(
     import tensorflow_text  # noqa: F401  Registers the SentencePiece ops.
 
     from t2t_keras.data.tree_tokens import tree_tokens
-    from t2t_keras.decoding.decode import translate_lines
-    from t2t_keras.decoding.decode_hparams import DecodeHParams
-    from t2t_keras.decoding.translate import Translator
     from t2t_keras.registry import problem as registered_problem
     from t2t_keras.run.loading import load_trained
+    from t2t_keras.search.settings import DecodeHParams
+    from t2t_keras.serving.file_decoding import translate_lines
+    from t2t_keras.serving.translator import Translator
 
     trained = load_trained(str(parsing_run / "train"), use_xla=False)
     long_line = " ".join(["cat"] * trained.hparams.max_length)  # Cut: words no XX takes.
@@ -148,7 +148,9 @@ def test_the_saved_model_of_a_parser_returns_the_decoders_trees(
 
     settings = DecodeHParams(beam_size=2, return_beams=True)
     tables = tree_tokens(trained.vocabs)
-    translator = Translator(trained.model, trained.vocabs, settings, False, tables)
+    translator = Translator(
+        trained.model, trained.vocabs, settings.resolve(trained.hparams), False, tables
+    )
     problem = registered_problem("parsing_english_wsj16k")
     decoded = translate_lines(translator, sources, problem)
     expected = [[*t.texts, *[""] * (2 - len(t.texts))] for t in decoded]

@@ -265,7 +265,7 @@ def test_dropout_only_when_training() -> None:
 
 @pytest.mark.parametrize("policy", ["mixed_bfloat16", "mixed_float16"])
 def test_mixed_precision_trains_and_decodes(model: Transformer, policy: str) -> None:
-    from t2t_keras.decoding import Decoder
+    from decoders import make_decoder
 
     keras.config.set_dtype_policy(policy)
     try:
@@ -284,7 +284,7 @@ def test_mixed_precision_trains_and_decodes(model: Transformer, policy: str) -> 
         assert output.dtype == tf.float32
         assert mixed.source_embedding.embeddings.dtype == "float32"
         assert all(g is not None and np.all(np.isfinite(g.numpy())) for g in gradients)
-        ids, scores = Decoder(mixed, beam_size=2, return_beams=True)(INPUTS)
+        ids, scores = make_decoder(mixed, beam_size=2, return_beams=True)(INPUTS)
         assert ids.shape[:2] == (2, 2) and np.all(np.isfinite(scores.numpy()))
     finally:
         keras.config.set_dtype_policy("float32")
@@ -341,7 +341,8 @@ WIDE_INPUTS = tf.constant([[45, 30, 12, 8, 1, 0], [49, 4, 1, 0, 0, 0]])
 
 @pytest.mark.parametrize("tied", [True, False])
 def test_a_target_vocabulary_of_its_own_size(tied: bool) -> None:
-    from t2t_keras.decoding import Decoder
+    from decoders import make_decoder
+
     from t2t_keras.training.loss import smoothed_cross_entropy_sum
 
     hparams = dataclasses.replace(OWN_TARGET_SIZE, tie_target_embeddings=tied)
@@ -371,7 +372,7 @@ def test_a_target_vocabulary_of_its_own_size(tied: bool) -> None:
     assert all(moved)
 
     for beam_size in (1, 3):
-        search = Decoder(model, beam_size=beam_size, return_beams=True, jit_compile=False)
+        search = make_decoder(model, beam_size=beam_size, return_beams=True, jit_compile=False)
         ids, scores = search(WIDE_INPUTS)
         assert ids.shape[:2] == (2, beam_size) and np.all(np.isfinite(scores.numpy()))
         assert int(tf.reduce_min(ids)) >= 0 and int(tf.reduce_max(ids)) < 7

@@ -14,10 +14,10 @@ import tensorflow as tf
 from t2t_keras import registry
 from t2t_keras.data import ParsingProblem
 from t2t_keras.data.trees import POS_PLACEHOLDER
-from t2t_keras.decoding.decode_hparams import DecodeHParams
-from t2t_keras.decoding.translate import Translator
 from t2t_keras.hparams.transformer import transformer_tiny
 from t2t_keras.metrics.evalb import score_lines, summarize
+from t2t_keras.search.settings import DecodeHParams
+from t2t_keras.serving.translator import Translator
 from t2t_keras.training import make_strategy
 from t2t_keras.training.config import TrainConfig
 from t2t_keras.training.trainer import train
@@ -84,7 +84,9 @@ def parse_test_split(model: keras.Model, problem: ParsingProblem, data_dir: Path
     sources, gold = zip(*problem.text_examples(str(data_dir), "test", TEST_SENTENCES), strict=True)
     # Unconstrained, which would write one XX per word whatever the model: measure the model.
     settings = DecodeHParams(beam_size=1, batch_size=256, tree_constraint=False)
-    translator = Translator(model, problem.feature_encoders(str(data_dir)), settings)
+    translator = Translator(
+        model, problem.feature_encoders(str(data_dir)), settings.resolve(model.hparams)
+    )
     outputs = [translation.text for translation in translator.translate(sources)]
     leaf_matches = sum(
         output.split().count(POS_PLACEHOLDER) == len(source.split())

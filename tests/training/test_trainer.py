@@ -14,11 +14,12 @@ import tensorflow as tf
 from binaries import run_in_process
 
 from t2t_keras import registry
-from t2t_keras.decoding.translate import Translator
 from t2t_keras.errors import UserError
 from t2t_keras.hparams.transformer import transformer_tiny
 from t2t_keras.models import TransformerHParams
 from t2t_keras.run.weights import build_model, restore_model
+from t2t_keras.search.settings import DecodeHParams
+from t2t_keras.serving.translator import Translator
 from t2t_keras.training import make_strategy
 from t2t_keras.training.config import TrainConfig
 from t2t_keras.training.evaluation import Evaluator
@@ -69,7 +70,7 @@ def test_transformer_tiny_learns_number_words(
         np.testing.assert_array_equal(ours, trained)
     evaluator = Evaluator(
         model, registry.problem(PROBLEM), str(number_words_data), hparams.batching(),
-        bleu_examples=200,
+        DecodeHParams().resolve(hparams), bleu_examples=200,
     )  # fmt: skip
     metrics = evaluator()
     assert metrics["accuracy"] >= MIN_ACCURACY, metrics
@@ -189,7 +190,8 @@ def test_sizes_smaller_than_a_vocabulary_are_refused_naming_both() -> None:
 def test_two_vocabularies_of_different_sizes_train_load_decode_and_resume(
     pre_norm_trained_dir: Path, tmp_path: Path
 ) -> None:
-    from t2t_keras.decoding import Decoder
+    from decoders import make_decoder
+
     from t2t_keras.run.loading import load_trained
     from tests.conftest import NumberWordsTwoVocabularies
 
@@ -204,7 +206,7 @@ def test_two_vocabularies_of_different_sizes_train_load_decode_and_resume(
     assert model.softmax_weights.embeddings.shape[0] == sizes["targets"]
     inputs = tf.constant([[*trained.vocabs["inputs"].encode("three hundred and twelve"), 1]])
     for beam_size in (1, 4):
-        ids, _ = Decoder(model, beam_size=beam_size, jit_compile=False)(inputs)
+        ids, _ = make_decoder(model, beam_size=beam_size, jit_compile=False)(inputs)
         assert int(tf.reduce_max(ids)) < sizes["targets"]
         assert trained.vocabs["targets"].decode(ids.numpy().reshape(-1).tolist())
 

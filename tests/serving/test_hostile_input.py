@@ -38,12 +38,12 @@ from hypothesis import strategies as st
 from t2t_keras import registry
 from t2t_keras.data.problem import Problem
 from t2t_keras.data.trees import escape_words, parse_tree
-from t2t_keras.decoding.decode import decode_file, decode_interactive, translate_lines
-from t2t_keras.decoding.decode_hparams import DecodeHParams
-from t2t_keras.decoding.export import SIGNATURE, export_translator
-from t2t_keras.decoding.translate import Translator
 from t2t_keras.errors import UserError
+from t2t_keras.export.saved_model import SIGNATURE, export_translator
 from t2t_keras.run.loading import TrainedModel, load_trained
+from t2t_keras.search.settings import DecodeHParams
+from t2t_keras.serving.file_decoding import decode_file, decode_interactive, translate_lines
+from t2t_keras.serving.translator import Translator
 
 # Every character str.splitlines() ends a line at: what other tools may count as a break.
 LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
@@ -113,7 +113,9 @@ def trained(trained_dir: Path) -> TrainedModel:
 @pytest.fixture(scope="module")
 def translator(trained: TrainedModel) -> Translator:
     settings = DecodeHParams(beam_size=2, batch_size=1)
-    return Translator(trained.model, trained.vocabs, settings, jit_compile=False)
+    return Translator(
+        trained.model, trained.vocabs, settings.resolve(trained.hparams), jit_compile=False
+    )
 
 
 @pytest.fixture(scope="module")
@@ -259,8 +261,8 @@ def serving(trained: TrainedModel, tmp_path_factory: pytest.TempPathFactory) -> 
     The search is XLA-compiled, as t2t-exporter's default --xla=full compiles it.
     """
     export_dir = tmp_path_factory.mktemp("hostile_export")
-    settings = DecodeHParams(beam_size=1)
-    version_dir = export_translator(trained, str(export_dir), settings, jit_compile=True)
+    settings = DecodeHParams(beam_size=1).resolve(trained.hparams)
+    version_dir = export_translator(trained, str(export_dir), settings.search, jit_compile=True)
     return tf.saved_model.load(version_dir).signatures[SIGNATURE]
 
 

@@ -15,15 +15,16 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from decoders import make_decoder
 from eos_first import make_eos_first
 
 from t2t_keras import registry
 from t2t_keras.data.ids import EOS_ID
-from t2t_keras.decoding import Decoder, beam_search, decode_limits, greedy_search, length_penalty
-from t2t_keras.decoding.decode_hparams import DecodeHParams
-from t2t_keras.decoding.search import STOPPING_RULES
 from t2t_keras.errors import UserError
 from t2t_keras.models import TransformerHParams
+from t2t_keras.search import beam_search, decode_limits, greedy_search, length_penalty
+from t2t_keras.search.beam import STOPPING_RULES
+from t2t_keras.search.settings import DecodeHParams
 
 TINY = TransformerHParams(
     vocab_size=20,
@@ -180,7 +181,7 @@ def test_alpha_changes_the_choice(alpha: float, best: list[int], score: float) -
 
 
 def test_outputs_respect_each_sentences_length_limit(model) -> None:
-    ids, _ = Decoder(model, 3, extra_length=2, return_beams=True, jit_compile=False)(INPUTS)
+    ids, _ = make_decoder(model, 3, extra_length=2, return_beams=True, jit_compile=False)(INPUTS)
     assert ids.shape == (3, 3, 9)  # L: 6 input positions + 2 tokens + EOS.
     input_lengths = [6, 3, 2]
     for sentence, limit in enumerate(input_lengths):
@@ -190,7 +191,7 @@ def test_outputs_respect_each_sentences_length_limit(model) -> None:
 
 @pytest.mark.parametrize("beam_size", [1, 4])
 def test_each_sentence_decodes_alone_as_in_the_batch(model, beam_size: int) -> None:
-    decoder = Decoder(model, beam_size, extra_length=5, return_beams=True, jit_compile=False)
+    decoder = make_decoder(model, beam_size, extra_length=5, return_beams=True, jit_compile=False)
     batch_ids, batch_scores = decoder(INPUTS)
     for row in range(INPUTS.shape[0]):
         alone = INPUTS[row : row + 1, : int(tf.reduce_sum(tf.cast(INPUTS[row] > 0, tf.int32)))]
@@ -202,14 +203,14 @@ def test_each_sentence_decodes_alone_as_in_the_batch(model, beam_size: int) -> N
 
 @pytest.mark.parametrize("beam_size", [1, 4])
 def test_xla_on_and_off_decode_the_same(model, beam_size: int) -> None:
-    compiled = Decoder(model, beam_size, return_beams=True, jit_compile=True)(INPUTS)
-    plain = Decoder(model, beam_size, return_beams=True, jit_compile=False)(INPUTS)
+    compiled = make_decoder(model, beam_size, return_beams=True, jit_compile=True)(INPUTS)
+    plain = make_decoder(model, beam_size, return_beams=True, jit_compile=False)(INPUTS)
     np.testing.assert_array_equal(compiled[0], plain[0])
     np.testing.assert_allclose(compiled[1], plain[1], rtol=1e-5)
 
 
 def test_n_best_lists_are_complete_and_sorted(model) -> None:
-    ids, scores = Decoder(model, beam_size=4, return_beams=True, jit_compile=False)(INPUTS)
+    ids, scores = make_decoder(model, beam_size=4, return_beams=True, jit_compile=False)(INPUTS)
     assert ids.shape[:2] == (3, 4)
     assert np.all(np.isfinite(scores.numpy()))
     assert np.all(np.diff(scores.numpy(), axis=1) <= 0)
@@ -218,15 +219,17 @@ def test_n_best_lists_are_complete_and_sorted(model) -> None:
 
 
 def test_best_only_stops_early_with_the_same_best(model) -> None:
-    best_ids, best_scores = Decoder(model, beam_size=4, jit_compile=False)(INPUTS)
-    all_ids, all_scores = Decoder(model, beam_size=4, return_beams=True, jit_compile=False)(INPUTS)
+    best_ids, best_scores = make_decoder(model, beam_size=4, jit_compile=False)(INPUTS)
+    all_ids, all_scores = make_decoder(model, beam_size=4, return_beams=True, jit_compile=False)(
+        INPUTS
+    )
     assert best_ids.shape[:2] == (3, 1)
     np.testing.assert_array_equal(best_ids[:, 0], all_ids[:, 0])
     np.testing.assert_allclose(best_scores[:, 0], all_scores[:, 0], rtol=1e-6)
 
 
 def test_eos_only_input_decodes_to_a_valid_output(model) -> None:
-    ids, scores = Decoder(model, beam_size=2, jit_compile=False)(tf.constant([[EOS_ID]]))
+    ids, scores = make_decoder(model, beam_size=2, jit_compile=False)(tf.constant([[EOS_ID]]))
     assert ids.shape[:2] == (1, 1)
     assert strip(ids[0, 0].numpy())[-1] == EOS_ID and np.isfinite(scores[0, 0])
 
@@ -235,24 +238,24 @@ def test_too_long_inputs_are_truncated_with_a_warning(model, caplog) -> None:
     long_row = [3 + i % 17 for i in range(30)] + [EOS_ID]  # 31 ids of the vocabulary of 20.
     too_long = tf.constant([long_row])
     with caplog.at_level(logging.WARNING):
-        ids, _ = Decoder(model, beam_size=1, jit_compile=False)(too_long)
+        ids, _ = make_decoder(model, beam_size=1, jit_compile=False)(too_long)
     assert "1 input(s) longer than max_length=24 tokens were truncated" in caplog.text
     assert ids.shape == (1, 1, 24)
-    truncated = Decoder(model)._truncate(tf.constant([long_row, [5] * 20 + [1] + [0] * 10]))
+    truncated = make_decoder(model)._truncate(tf.constant([long_row, [5] * 20 + [1] + [0] * 10]))
     assert truncated.shape == (2, 24)
     assert truncated[0, -1] == EOS_ID and list(truncated[1]) == [5] * 20 + [1, 0, 0, 0]
 
 
 def test_no_warning_when_only_padding_is_cut(model, caplog) -> None:
     with caplog.at_level(logging.WARNING):
-        Decoder(model)._truncate(tf.constant([[5, 1] + [0] * 30]))
+        make_decoder(model)._truncate(tf.constant([[5, 1] + [0] * 30]))
     assert "truncated" not in caplog.text
 
 
 @pytest.mark.parametrize("beam_size", [1, 3])
 def test_a_signature_of_unknown_shape_decodes_the_same(model, beam_size: int) -> None:
     """What a SavedModel serving signature needs: [None, None] inputs."""
-    decoder = Decoder(model, beam_size, extra_length=50, jit_compile=False)
+    decoder = make_decoder(model, beam_size, extra_length=50, jit_compile=False)
     signature = [tf.TensorSpec([None, None], tf.int32)]
     traced = tf.function(decoder._search_ids, input_signature=signature, jit_compile=True)
     ids, scores = traced(INPUTS)
@@ -276,12 +279,12 @@ def test_a_non_empty_input_never_gives_an_empty_output(
     eos_first_model, beam_size: int, stopping: str
 ) -> None:
     inputs = tf.constant([[5, 6, 7, 1], [9, 1, 0, 0], [EOS_ID, 0, 0, 0]])
-    old = Decoder(eos_first_model, beam_size, min_length=0, stopping=stopping, jit_compile=False)(
-        inputs
-    )
+    old = make_decoder(
+        eos_first_model, beam_size, min_length=0, stopping=stopping, jit_compile=False
+    )(inputs)
     assert [strip(row) for row in old[0][:, 0].numpy()] == [[EOS_ID]] * 3  # EOS first.
     for min_length in (1, 3):
-        ids, scores = Decoder(
+        ids, scores = make_decoder(
             eos_first_model, beam_size, min_length=min_length, stopping=stopping, jit_compile=False
         )(inputs)
         outputs = [strip(row) for row in ids[:, 0].numpy()]
@@ -291,7 +294,7 @@ def test_a_non_empty_input_never_gives_an_empty_output(
 
 
 def test_min_length_never_exceeds_the_length_limit(eos_first_model) -> None:
-    ids, _ = Decoder(eos_first_model, 2, extra_length=0, min_length=10, jit_compile=False)(
+    ids, _ = make_decoder(eos_first_model, 2, extra_length=0, min_length=10, jit_compile=False)(
         tf.constant([[5, 6, 1]])
     )
     assert len(strip(ids[0, 0].numpy())) - 1 == 3  # Input length + extra_length(0) wins.

@@ -20,7 +20,7 @@ leaves are exactly N XX, N the words of the input
 Every row can therefore always finish: it keeps at least one allowed token,
 and its tree is complete by its length limit (an N too large to fit at all,
 N + 2 > max_lengths, is cut to what fits; the repair rules then add the
-words left out). The searches (`t2t_keras.decoding.search`) mask the
+words left out). The searches (`t2t_keras.search.beam`) mask the
 log-probabilities with `allowed`, carry a `TreeState` per beam, reorder it by
 the beams' parents and `advance` it with the chosen tokens; the constraint
 decides where EOS goes, so the minimum length is not applied under it.

@@ -3,7 +3,7 @@
 t2t-decoder writes `ParsingProblem.output_trees` of each output, in Python;
 an exported parser must return the same bytes with TensorFlow ops alone. For
 a source and an output of the tree-constrained search
-(`t2t_keras.decoding.tree_constraint`) this module builds
+(`t2t_keras.search.tree_constraint`) this module builds
 
     "(TOP (S (NP (XX The) (XX cat)) (VP (XX sat)) (. .)))"
 
@@ -22,7 +22,7 @@ the cut input) differs from the W words, the repair rules of
 An empty source gives "". Outputs that are not one well-formed tree (which
 the constraint never writes) are not repaired as tree_repair would: tokens
 other than brackets and XX are dropped, and the result need not be a tree
-(t2t_keras.decoding.export therefore refuses a parser without the constraint).
+(t2t_keras.export.saved_model therefore refuses a parser without the constraint).
 
 Shapes: B sentences, T output tokens, W words (ragged where written (T)).
 """

@@ -16,11 +16,11 @@ from typing import BinaryIO, TextIO
 from absl import logging
 
 from t2t_keras.data.problem import Problem
-from t2t_keras.decoding.translate import SentenceTranslator, Translation, Translator
 from t2t_keras.errors import UserError
 from t2t_keras.files import check_writable, read_text_lines, write_atomically
 from t2t_keras.metrics.output_metrics import score
 from t2t_keras.run.loading import TrainedModel
+from t2t_keras.serving.translator import SentenceTranslator, Translation, Translator
 
 
 @dataclasses.dataclass
@@ -144,7 +144,7 @@ def decode_split(
         )
     if to_file:
         check_writable(to_file, "--decode_to_file")
-    count = translator.hparams.num_samples or -1
+    count = translator.settings.num_samples or -1
     pairs = problem.text_examples(data_dir, split, count)
     sources, references = [source for source, _ in pairs], [target for _, target in pairs]
     translations = translate_lines(translator, sources, problem, report_progress)
@@ -218,9 +218,8 @@ def write_outputs(
 
 
 def _line(translation: Translation, translator: SentenceTranslator) -> str:
-    settings = translator.hparams
-    columns = settings.beam_size if settings.return_beams and settings.beam_size else 1
-    return translation.line(settings.write_beam_scores, columns)
+    settings = translator.settings
+    return translation.line(settings.write_beam_scores, settings.search.num_returned)
 
 
 def print_scores(
@@ -250,7 +249,7 @@ def plot_attention(
 ) -> list[str]:
     """Attention heat maps of the first `count` non-empty inputs and their outputs."""
     # matplotlib is imported only when plots are asked for.
-    from t2t_keras.decoding.attention_plots import write_attention_plots
+    from t2t_keras.metrics.attention_plots import write_attention_plots
 
     chosen = [i for i, translation in enumerate(decoded.translations) if translation.ids][:count]
     rows, _ = translator.encode([decoded.sources[i] for i in chosen])  # Only those plotted.

@@ -6,14 +6,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from decoders import make_decoder
 
 from t2t_keras.data.ids import EOS_ID
-from t2t_keras.decoding import Decoder
-from t2t_keras.decoding.decode_hparams import DecodeHParams
-from t2t_keras.decoding.translate import Translation, Translator, bucket_width
 from t2t_keras.errors import UserError
 from t2t_keras.problems.number_words import english, german
 from t2t_keras.run.loading import TrainedModel, load_trained
+from t2t_keras.search.settings import DecodeHParams
+from t2t_keras.serving.translator import Translation, Translator, bucket_width
 
 NUMBERS = [42, 7, 312_005, 999, 18, 61_000, 5, 230]
 
@@ -24,24 +24,25 @@ def trained(trained_dir: Path) -> TrainedModel:
 
 
 def test_settings_default_to_the_hparams_set(trained: TrainedModel) -> None:
-    settings = DecodeHParams().override("batch_size=3").resolved(trained.hparams)
-    assert (settings.beam_size, settings.alpha, settings.extra_length) == (4, 0.6, 50)
+    settings = DecodeHParams().override("batch_size=3").resolve(trained.hparams)
+    search = settings.search
+    assert (search.beam_size, search.alpha, search.extra_length) == (4, 0.6, 50)
     assert settings.batch_size == 3
-    assert DecodeHParams().override("beam_size=2").resolved(trained.hparams).beam_size == 2
+    assert DecodeHParams().override("beam_size=2").resolve(trained.hparams).search.beam_size == 2
     with pytest.raises(UserError, match="beam_size must be at least 1"):
         DecodeHParams().override("beam_size=0")
     with pytest.raises(UserError, match="Unknown hparam 'beam'"):
         DecodeHParams().override("beam=2")
-    # Resolving is done once, in one place; resolving again changes nothing.
-    assert settings.resolved(trained.hparams) == settings
     translator = Translator(trained.model, trained.vocabs, settings)
-    assert translator.hparams == settings
+    assert translator.settings is settings and translator.decoder.settings is search
 
 
 def test_outputs_in_input_order_with_blank_lines_kept(trained: TrainedModel) -> None:
     sources = [english(n) for n in NUMBERS]
     sources[3:3] = ["", "   "]
-    translator = Translator(trained.model, trained.vocabs, DecodeHParams(batch_size=3))
+    translator = Translator(
+        trained.model, trained.vocabs, DecodeHParams(batch_size=3).resolve(trained.hparams)
+    )
     translations = translator.translate(sources)
     assert len(translations) == len(sources)
     assert translations[3].texts == translations[4].texts == []
@@ -53,9 +54,11 @@ def test_outputs_in_input_order_with_blank_lines_kept(trained: TrainedModel) -> 
 
 def test_batched_outputs_equal_the_decoder_one_by_one(trained: TrainedModel) -> None:
     sources = [english(n) for n in NUMBERS]
-    translator = Translator(trained.model, trained.vocabs, DecodeHParams(batch_size=4))
+    translator = Translator(
+        trained.model, trained.vocabs, DecodeHParams(batch_size=4).resolve(trained.hparams)
+    )
     batched = translator.translate(sources)
-    decoder = Decoder(trained.model)
+    decoder = make_decoder(trained.model)
     for source, translation in zip(sources, batched, strict=True):
         row = [*trained.vocabs["inputs"].encode(source), EOS_ID]
         ids, scores = decoder(np.array([row], np.int32))
@@ -67,7 +70,9 @@ def test_batched_outputs_equal_the_decoder_one_by_one(trained: TrainedModel) -> 
 def test_long_inputs_are_cut_to_max_length_and_counted(
     trained: TrainedModel, caplog: pytest.LogCaptureFixture
 ) -> None:
-    translator = Translator(trained.model, trained.vocabs, DecodeHParams(beam_size=1))
+    translator = Translator(
+        trained.model, trained.vocabs, DecodeHParams(beam_size=1).resolve(trained.hparams)
+    )
     long = " ".join(["one"] * (2 * trained.hparams.max_length))
     rows, truncated = translator.encode([long, "two", long])
     assert truncated == 2
@@ -79,7 +84,7 @@ def test_long_inputs_are_cut_to_max_length_and_counted(
 
 
 def test_return_beams_gives_every_hypothesis_best_first(trained: TrainedModel) -> None:
-    settings = DecodeHParams(beam_size=3, return_beams=True)
+    settings = DecodeHParams(beam_size=3, return_beams=True).resolve(trained.hparams)
     (translation,) = Translator(trained.model, trained.vocabs, settings).translate(["forty"])
     assert len(translation.texts) == 3
     assert translation.scores == sorted(translation.scores, reverse=True)
@@ -107,7 +112,11 @@ def test_bucket_widths(length: int, width: int) -> None:
 
 def test_the_compiled_search_is_reused_across_batches(trained: TrainedModel) -> None:
     sources = [english(n) for n in [*NUMBERS, 1, 2_000_000, 77]]
-    translator = Translator(trained.model, trained.vocabs, DecodeHParams(batch_size=2, beam_size=1))
+    translator = Translator(
+        trained.model,
+        trained.vocabs,
+        DecodeHParams(batch_size=2, beam_size=1).resolve(trained.hparams),
+    )
     rows, _ = translator.encode(sources)
     lengths = sorted((len(row) for row in rows), reverse=True)
     shapes = {

@@ -23,15 +23,15 @@ import tensorflow as tf
 
 from t2t_keras import registry
 from t2t_keras.data.ids import EOS_ID
-from t2t_keras.decoding.ct2_export import export_ctranslate2, read_info
-from t2t_keras.decoding.ct2_spec import UnsupportedModel
-from t2t_keras.decoding.ct2_translate import CTranslate2Translator
-from t2t_keras.decoding.decode_hparams import DecodeHParams
-from t2t_keras.decoding.translate import Translation, Translator
 from t2t_keras.errors import UserError
+from t2t_keras.export.ctranslate2_export import export_ctranslate2, read_info, search_defaults
+from t2t_keras.export.ctranslate2_runtime import CTranslate2Translator
+from t2t_keras.export.ctranslate2_spec import UnsupportedModel
 from t2t_keras.models.transformer import Transformer
 from t2t_keras.problems.number_words import english
 from t2t_keras.run.loading import TrainedModel, load_trained
+from t2t_keras.search.settings import DecodeHParams
+from t2t_keras.serving.translator import Translation, Translator
 
 NUMBER_WORDS = "translate_number_words_en_de"
 SENTENCES = 50
@@ -45,7 +45,9 @@ def trained(trained_dir: Path) -> TrainedModel:
 @pytest.fixture(scope="module")
 def export_dir(trained: TrainedModel, tmp_path_factory: pytest.TempPathFactory) -> str:
     return export_ctranslate2(
-        trained, str(tmp_path_factory.mktemp("ct2") / "float32"), DecodeHParams()
+        trained,
+        str(tmp_path_factory.mktemp("ct2") / "float32"),
+        DecodeHParams().resolve(trained.hparams).search,
     )
 
 
@@ -62,7 +64,9 @@ def pre_norm(
     """The pre-norm model with two vocabularies, its export, its test inputs."""
     trained = load_trained(str(pre_norm_trained_dir), use_xla=False)
     export_dir = export_ctranslate2(
-        trained, str(tmp_path_factory.mktemp("pre_norm") / "ct2"), DecodeHParams()
+        trained,
+        str(tmp_path_factory.mktemp("pre_norm") / "ct2"),
+        DecodeHParams().resolve(trained.hparams).search,
     )
     rng = random.Random(5)
     sources = [english(int(10 ** rng.uniform(0, 6)) - 1) for _ in range(SENTENCES)]
@@ -73,8 +77,11 @@ def both_runtimes(
     trained: TrainedModel, export_dir: str, sources: list[str], **settings: object
 ) -> tuple[list[Translation], list[Translation]]:
     decode_hparams = DecodeHParams(**settings)  # type: ignore[arg-type]
-    ours = Translator(trained.model, trained.vocabs, decode_hparams, jit_compile=False)
-    theirs = CTranslate2Translator(export_dir, decode_hparams)
+    ours = Translator(
+        trained.model, trained.vocabs, decode_hparams.resolve(trained.hparams), jit_compile=False
+    )
+    defaults = search_defaults(read_info(export_dir))
+    theirs = CTranslate2Translator(export_dir, decode_hparams.resolve(defaults))
     return ours.translate(sources), theirs.translate(sources)
 
 
@@ -221,14 +228,16 @@ def test_int8_export_keeps_the_quality(
     # model either way (3 of 500 here; which ones depends on the CPU's int8
     # kernels), so on 50 sentences one or two flips decided the test. A broken
     # quantization loses far more than 3 points.
-    int8_dir = export_ctranslate2(trained, str(tmp_path / "int8"), DecodeHParams(), "int8")
+    int8_dir = export_ctranslate2(
+        trained, str(tmp_path / "int8"), DecodeHParams().resolve(trained.hparams).search, "int8"
+    )
     assert read_info(int8_dir)["quantization"] == "int8"
     assert os.path.getsize(f"{int8_dir}/model.bin") < 0.5 * os.path.getsize(
         f"{export_dir}/model.bin"
     )
     examples = registry.problem(NUMBER_WORDS).text_examples(str(number_words_data), "test", -1)
     sources, references = (list(side) for side in zip(*examples, strict=True))
-    settings = DecodeHParams()
+    settings = DecodeHParams().resolve(trained.hparams)  # The export's defaults, as exported.
     fp32 = CTranslate2Translator(export_dir, settings).translate(sources)
     int8 = CTranslate2Translator(int8_dir, settings).translate(sources)
     assert exact_match(fp32, references) > 50.0
@@ -245,7 +254,9 @@ def test_heads_narrower_than_d_model_over_heads_export(
     model = Transformer(hparams, use_xla=False)
     model.build()
     narrow = dataclasses.replace(trained, model=model, hparams=hparams)
-    export_dir = export_ctranslate2(narrow, str(tmp_path / "export"), DecodeHParams())
+    export_dir = export_ctranslate2(
+        narrow, str(tmp_path / "export"), DecodeHParams().resolve(narrow.hparams).search
+    )
     check_teacher_forced(narrow, export_dir, examples[:4])
 
 
@@ -257,7 +268,9 @@ def test_model_with_unequal_key_and_value_depths_is_refused(
     model.build()
     other = dataclasses.replace(trained, model=model, hparams=hparams)
     with pytest.raises(UnsupportedModel, match=r"d_k=8 and value depth d_v=16"):
-        export_ctranslate2(other, str(tmp_path / "export"), DecodeHParams())
+        export_ctranslate2(
+            other, str(tmp_path / "export"), DecodeHParams().resolve(other.hparams).search
+        )
     assert not os.listdir(tmp_path)  # Nothing half-written.
 
 
@@ -270,7 +283,9 @@ def test_model_reading_leaves_is_refused(
     model.build()
     other = dataclasses.replace(trained, model=model, hparams=hparams)
     with pytest.raises(UnsupportedModel, match=rf"{leaf_input}=true"):
-        export_ctranslate2(other, str(tmp_path / "export"), DecodeHParams())
+        export_ctranslate2(
+            other, str(tmp_path / "export"), DecodeHParams().resolve(other.hparams).search
+        )
     assert not os.listdir(tmp_path)
 
 
@@ -278,19 +293,23 @@ def test_a_failed_export_leaves_the_earlier_one_whole(
     trained: TrainedModel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     target = str(tmp_path / "export")
-    export_ctranslate2(trained, target, DecodeHParams(beam_size=2))
+    export_ctranslate2(trained, target, DecodeHParams(beam_size=2).resolve(trained.hparams).search)
     before = {name: Path(target, name).read_bytes() for name in os.listdir(target)}
 
     def fail(*args: object, **kwargs: object) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("t2t_keras.decoding.ct2_export._copy_vocabularies", fail)
+    monkeypatch.setattr("t2t_keras.export.ctranslate2_export._copy_vocabularies", fail)
     with pytest.raises(OSError, match="No space"):
-        export_ctranslate2(trained, target, DecodeHParams(beam_size=5))
+        export_ctranslate2(
+            trained, target, DecodeHParams(beam_size=5).resolve(trained.hparams).search
+        )
     assert {name: Path(target, name).read_bytes() for name in os.listdir(target)} == before
     assert os.listdir(tmp_path) == ["export"]  # No temporary directory left behind.
     monkeypatch.undo()
-    export_ctranslate2(trained, target, DecodeHParams(beam_size=5))  # Replaced when whole.
+    export_ctranslate2(
+        trained, target, DecodeHParams(beam_size=5).resolve(trained.hparams).search
+    )  # Replaced when whole.
     assert read_info(target)["search_defaults"]["beam_size"] == 5
 
 
@@ -299,7 +318,7 @@ def test_a_directory_that_is_not_an_export_is_never_replaced(
 ) -> None:
     (tmp_path / "notes.txt").write_text("mine")
     with pytest.raises(UserError, match="not a t2t_keras CTranslate2 export"):
-        export_ctranslate2(trained, str(tmp_path), DecodeHParams())
+        export_ctranslate2(trained, str(tmp_path), DecodeHParams().resolve(trained.hparams).search)
     assert os.listdir(tmp_path) == ["notes.txt"]
 
 

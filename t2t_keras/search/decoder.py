@@ -9,10 +9,11 @@ from absl import logging
 
 from t2t_keras.data.ids import EOS_ID, PAD_ID
 from t2t_keras.data.tree_tokens import TreeTokens
-from t2t_keras.decoding.decode_hparams import DecodeHParams
-from t2t_keras.decoding.search import beam_search, greedy_search
-from t2t_keras.decoding.tree_constraint import TreeConstraint
 from t2t_keras.models.transformer import Transformer
+from t2t_keras.search.beam import beam_search
+from t2t_keras.search.greedy import greedy_search
+from t2t_keras.search.settings import SearchSettings
+from t2t_keras.search.tree_constraint import TreeConstraint
 
 
 class Decoder(tf.Module):
@@ -23,56 +24,30 @@ class Decoder(tf.Module):
 
     Args:
       model: a built Transformer.
-      beam_size, alpha, extra_length: default to the model's hparams; the
-        longest output is input length + extra_length tokens before EOS,
-        and never more than max_length - 1.
-      length_penalty: how alpha normalizes by length, "gnmt" or "length" (`search`).
-      return_beams: return all beam_size hypotheses, best first, rather than
-        the best one (the search then runs until all are final).
-      min_length: fewest tokens before EOS for a non-empty input (an input of
-        EOS alone may still give EOS alone); 0 lets EOS come first.
-      stopping: beam search's stopping rule, "first_k" or "best_possible"
-        (see `search`); beam_size 1 with "first_k" is greedy search.
-      tree_constraint: constrain outputs to trees when tree_tokens are given.
+      settings: the search's settings, resolved (`DecodeHParams.resolve`). The
+        longest output is input length + extra_length tokens before EOS, and
+        never more than max_length - 1; with return_beams all beam_size
+        hypotheses come back, best first (the search then runs until all are
+        final); an input of EOS alone may still give EOS alone whatever
+        min_length; beam_size 1 with stopping "first_k" is greedy search.
       tree_tokens: the tree symbols of the vocabularies (a parsing problem's
-        `tree_constraint`; `tree_constraint.TreeConstraint`); None: no constraint.
+        `tree_constraint`; `tree_constraint.TreeConstraint`), applied when
+        settings.tree_constraint; None: no constraint.
       jit_compile: XLA-compile the search.
     """
 
     def __init__(
         self,
         model: Transformer,
-        beam_size: int | None = None,
-        alpha: float | None = None,
-        length_penalty: str = "gnmt",
-        extra_length: int | None = None,
-        return_beams: bool = False,
-        min_length: int = 1,
-        stopping: str = "first_k",
-        tree_constraint: bool = True,
+        settings: SearchSettings,
         tree_tokens: TreeTokens | None = None,
         jit_compile: bool = True,
     ) -> None:
         super().__init__()
-        # Unset settings are filled where t2t-decoder fills them, and checked alike.
-        settings = DecodeHParams(
-            beam_size=beam_size,
-            alpha=alpha,
-            length_penalty=length_penalty,
-            extra_length=extra_length,
-            return_beams=return_beams,
-            min_length=min_length,
-            stopping=stopping,
-            tree_constraint=tree_constraint,
-        ).resolved(model.hparams)
         self.model = model
-        self.beam_size, self.alpha, self.extra_length = settings.beam_alpha_extra_length()
-        self.length_penalty = length_penalty
+        self.settings = settings
         self.max_length = model.hparams.max_length
-        self.num_returned = self.beam_size if return_beams else 1
-        self.min_length = min_length
-        self.stopping = stopping
-        self.tree_tokens = tree_tokens if tree_constraint else None
+        self.tree_tokens = tree_tokens if settings.tree_constraint else None
         # The compiled search itself, for rows already at most max_length long
         # (graphs of unknown shape, such as a SavedModel's, truncate beforehand).
         self.search = tf.function(self._search_ids, jit_compile=jit_compile)
@@ -113,35 +88,36 @@ class Decoder(tf.Module):
         return tf.concat([kept[:, :-1], tf.where(last != PAD_ID, EOS_ID, last)], axis=1)
 
     def _search_ids(self, inputs: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-        decode_length, max_lengths = decode_limits(inputs, self.extra_length, self.max_length)
-        min_lengths = minimum_lengths(inputs, self.min_length, max_lengths)
-        state, step = self.model.start_decoding(inputs, decode_length, self.beam_size)
+        settings = self.settings
+        decode_length, max_lengths = decode_limits(inputs, settings.extra_length, self.max_length)
+        min_lengths = minimum_lengths(inputs, settings.min_length, max_lengths)
+        state, step = self.model.start_decoding(inputs, decode_length, settings.beam_size)
         constraint = None
         if self.tree_tokens is not None:
             vocab_size = self.model.hparams.targets_vocab_size()  # The logits' width.
             constraint = TreeConstraint(self.tree_tokens, vocab_size, inputs, max_lengths)
-        if self.beam_size == 1 and self.stopping == "first_k":  # The same search, cheaper.
+        if settings.is_greedy:  # The same search, cheaper.
             return greedy_search(
                 step,
                 state,
                 decode_length,
                 max_lengths,
-                self.alpha,
+                settings.alpha,
                 min_lengths,
-                self.length_penalty,
+                settings.length_penalty,
                 constraint,
             )
         return beam_search(
             step,
             state,
-            self.beam_size,
+            settings.beam_size,
             decode_length,
             max_lengths,
-            self.alpha,
-            self.num_returned,
+            settings.alpha,
+            settings.num_returned,
             min_lengths,
-            self.stopping,
-            self.length_penalty,
+            settings.stopping,
+            settings.length_penalty,
             constraint,
         )
 

@@ -1,26 +1,5 @@
-"""Greedy and beam search over a one-position-per-step decoder.
+"""Beam search over a one-position-per-step decoder (`rules` has what it shares with greedy).
 
-Both run as one `tf.while_loop` over tensors of fixed shape, so a caller can
-wrap them in an XLA-compiled `tf.function` or a SavedModel signature. Shapes:
-B sentences, K beams, L output positions (tokens including EOS), V vocabulary.
-
-The step function: `step(state, index, ids [B * K], parents) -> (logits
-[B * K, V], state)` gives the next-token logits after `ids`, the tokens at
-position index - 1 (PAD, the start symbol, at index 0). `parents` [B * K]
-int32 says which row of the previous step each row continues (beam search
-reorders its beams), or is None when every row continues itself (greedy
-search). `state` is the step function's own: the searches only carry it, so
-the model decides what reordering costs.
-
-Rules shared by both searches:
-  - PAD is never produced; sentence b gets at most max_lengths[b] tokens before
-    its EOS, which is forced at position max_lengths[b], and at least
-    min_lengths[b]: EOS is barred before that position (fairseq's min_len; the
-    decoder asks for 1 token unless the input is empty, so an ordinary
-    sentence never translates to nothing).
-  - A hypothesis of n tokens (EOS included) with log-probability log_p scores
-    log_p / ((5 + n) / 6) ** alpha, the GNMT length penalty, or with the
-    penalty form "length", log_p / n ** alpha (CTranslate2's and fairseq's).
 Beam search takes the 2K best one-token extensions of the K alive beams. Those
 among the first K that end in EOS become finished hypotheses (so beam size 1
 is greedy search); the best K that do not end stay alive. A sentence is done
@@ -32,122 +11,26 @@ size 1 exactly greedy search, at the price that a still-alive beam which
 could have scored better is not followed further. "best_possible"
 (tensor2tensor's) follows it: it also takes EOS extensions from all 2K
 candidates as finished, and stops a sentence only when nothing alive can win.
-
-Either search may be constrained to linearized parse trees (`constraint`, a
-`tree_constraint.TreeConstraint`): only the tokens it allows are taken, and
-it alone decides where EOS goes (the minimum length is not applied then).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import tensorflow as tf
 
-from t2t_keras.data.ids import EOS_ID, PAD_ID
-from t2t_keras.decoding.decode_hparams import LENGTH_PENALTIES, STOPPING_RULES
-from t2t_keras.decoding.tree_constraint import TreeConstraint, TreeState, reorder
-
-StepFunction = Callable[[Any, tf.Tensor, tf.Tensor, tf.Tensor | None], tuple[tf.Tensor, Any]]
-NEG_INF = float("-inf")
-
-
-def length_penalty(length: tf.Tensor, alpha: float, form: str = "gnmt") -> tf.Tensor:
-    """((5 + length) / 6) ** alpha (form "gnmt") or length ** alpha ("length"), float32."""
-    if form not in LENGTH_PENALTIES:
-        raise ValueError(f"form must be one of {LENGTH_PENALTIES}, not {form!r}")
-    length = tf.cast(length, tf.float32)
-    return tf.pow((5.0 + length) / 6.0 if form == "gnmt" else length, alpha)
-
-
-def allowed_log_probs(
-    logits: tf.Tensor, index: tf.Tensor, max_lengths: tf.Tensor, min_lengths: tf.Tensor | None
-) -> tf.Tensor:
-    """log_softmax with PAD removed, EOS barred before min_lengths and forced at max_lengths.
-
-    Args:
-      logits: [B, K, V] float32.
-      index: the position being decoded.
-      max_lengths: [B] most tokens before EOS.
-      min_lengths: [B] fewest tokens before EOS (each at most max_lengths), or None.
-
-    Returns:
-      [B, K, V] log-probabilities, -inf where a token may not be chosen.
-    """
-    log_probs = tf.nn.log_softmax(logits, axis=-1)
-    tokens = tf.range(tf.shape(logits)[-1])[tf.newaxis, tf.newaxis, :]
-    forced = (index >= max_lengths)[:, tf.newaxis, tf.newaxis]
-    allowed = tf.logical_and(tokens != PAD_ID, tf.logical_or(~forced, tokens == EOS_ID))
-    if min_lengths is not None:
-        barred = (index < min_lengths)[:, tf.newaxis, tf.newaxis]
-        allowed = tf.logical_and(allowed, tf.logical_or(~barred, tokens != EOS_ID))
-    return tf.where(allowed, log_probs, NEG_INF)
-
-
-def greedy_search(
-    step: StepFunction,
-    state: Any,
-    decode_length: int,
-    max_lengths: tf.Tensor,
-    alpha: float,
-    min_lengths: tf.Tensor | None = None,
-    penalty: str = "gnmt",
-    constraint: TreeConstraint | None = None,
-) -> tuple[tf.Tensor, tf.Tensor]:
-    """The most probable (allowed) token at every position.
-
-    Args:
-      step: the step function (B rows).
-      state: its initial state.
-      decode_length: L, static.
-      max_lengths: [B] int32, each below L.
-      alpha: length penalty exponent of the returned scores.
-      min_lengths: [B] int32, each at most max_lengths; None = no minimum.
-      penalty: the length penalty's form, "gnmt" or "length" (`length_penalty`).
-      constraint: what outputs must be (parse trees), or None.
-
-    Returns:
-      (ids [B, 1, L] int32 with EOS then PAD, scores [B, 1] float32).
-    """
-    batch = _batch_size(max_lengths)
-
-    def body(*loop_vars: Any) -> tuple[Any, ...]:
-        index, ids, log_probs, finished, state, tree = loop_vars
-        previous = _previous_tokens(ids, index)
-        logits, state = step(state, index, previous, None)
-        token_log_probs = _masked_log_probs(
-            logits[:, tf.newaxis], index, max_lengths, min_lengths, constraint, tree
-        )[:, 0]
-        tokens = tf.argmax(token_log_probs, axis=-1, output_type=tf.int32)
-        tokens = tf.where(finished, PAD_ID, tokens)
-        chosen = tf.gather(token_log_probs, tokens, batch_dims=1)
-        log_probs += tf.where(finished, 0.0, chosen)
-        ids += tf.one_hot(index, decode_length, dtype=ids.dtype) * tokens[:, tf.newaxis]
-        if constraint is not None:
-            tree = constraint.advance(tree, tokens[:, tf.newaxis])
-        return index + 1, ids, log_probs, finished | (tokens == EOS_ID), state, tree
-
-    def keep_going(*loop_vars: Any) -> tf.Tensor:
-        index, finished = loop_vars[0], loop_vars[3]
-        return tf.logical_and(index < decode_length, ~tf.reduce_all(finished))
-
-    _, ids, log_probs, _, _, _ = tf.while_loop(
-        keep_going,
-        body,
-        (
-            tf.constant(0),
-            tf.zeros([batch, decode_length], tf.int32),
-            tf.zeros([batch]),
-            tf.zeros([batch], tf.bool),
-            state,
-            constraint.start(1) if constraint is not None else (),
-        ),
-    )
-    lengths = tf.reduce_sum(tf.cast(ids != PAD_ID, tf.int32), axis=1)
-    scores = log_probs / length_penalty(lengths, alpha, penalty)
-    return ids[:, tf.newaxis], scores[:, tf.newaxis]
+from t2t_keras.data.ids import EOS_ID
+from t2t_keras.search.rules import (
+    NEG_INF,
+    StepFunction,
+    batch_size,
+    length_penalty,
+    masked_log_probs,
+    previous_tokens,
+)
+from t2t_keras.search.settings import STOPPING_RULES
+from t2t_keras.search.tree_constraint import TreeConstraint, reorder
 
 
 class BeamState(NamedTuple):
@@ -244,7 +127,7 @@ class _BeamSearch:
 
     @property
     def batch(self) -> int | tf.Tensor:
-        return _batch_size(self.max_lengths)
+        return batch_size(self.max_lengths)
 
     def start(self, model_state: Any) -> BeamState:
         batch, beams, length = self.batch, self.beams, self.decode_length
@@ -266,7 +149,7 @@ class _BeamSearch:
 
     def advance(self, state: BeamState) -> BeamState:
         """One position: extend every alive beam, keep the best finished and alive ones."""
-        previous = tf.reshape(_previous_tokens(state.alive_ids, state.index), [-1])
+        previous = tf.reshape(previous_tokens(state.alive_ids, state.index), [-1])
         logits, model_state = self.step(state.model_state, state.index, previous, state.parents)
         candidates = self._candidates(state, logits)
         finished_ids, finished_scores = self._finish(state, candidates)
@@ -307,7 +190,7 @@ class _BeamSearch:
         batch, beams = self.batch, self.beams
         vocab = tf.shape(logits)[-1]
         logits = tf.reshape(logits, [batch, beams, vocab])
-        log_probs = _masked_log_probs(
+        log_probs = masked_log_probs(
             logits, state.index, self.max_lengths, self.min_lengths, self.constraint, state.tree
         )
         extended = tf.reshape(state.alive_log_probs[:, :, tf.newaxis] + log_probs, [batch, -1])
@@ -340,27 +223,6 @@ class _BeamSearch:
         return ids, scores
 
 
-def _masked_log_probs(
-    logits: tf.Tensor,
-    index: tf.Tensor,
-    max_lengths: tf.Tensor,
-    min_lengths: tf.Tensor | None,
-    constraint: TreeConstraint | None,
-    tree: TreeState | tuple[()],
-) -> tf.Tensor:
-    """`allowed_log_probs` [B, K, V], and under a constraint only what it allows.
-
-    The constraint decides EOS: the minimum length would bar the EOS after a
-    short tree, the only token it allows there. EOS forced at max_lengths
-    agrees with it, since every tree it allows is complete by then.
-    """
-    if constraint is None:
-        return allowed_log_probs(logits, index, max_lengths, min_lengths)
-    assert isinstance(tree, TreeState)
-    log_probs = allowed_log_probs(logits, index, max_lengths, None)
-    return tf.where(constraint.allowed(tree, index), log_probs, NEG_INF)
-
-
 def _sentence_done(
     index: tf.Tensor,
     alive_log_probs: tf.Tensor,
@@ -382,14 +244,3 @@ def _sentence_done(
     if stopping == "first_k":
         done |= finished_scores[:, -1] > NEG_INF
     return done
-
-
-def _batch_size(max_lengths: tf.Tensor) -> int | tf.Tensor:
-    """B, static when known so that loop variables keep their shapes."""
-    return max_lengths.shape[0] if max_lengths.shape[0] is not None else tf.shape(max_lengths)[0]
-
-
-def _previous_tokens(ids: tf.Tensor, index: tf.Tensor) -> tf.Tensor:
-    """The tokens at position index - 1 of ids [..., L]; PAD at index 0."""
-    previous = tf.gather(ids, tf.maximum(index - 1, 0), axis=-1)
-    return tf.where(index > 0, previous, tf.zeros_like(previous))

@@ -3,7 +3,7 @@
 Sentences are encoded with the export's SentencePiece model(s) exactly as the
 TensorFlow runtime encodes them (cut to max_length, EOS appended), sorted by
 length, and given to `ctranslate2.Translator.translate_batch` as pieces. The
-search settings mean what they mean in `t2t_keras.decoding.search`:
+search settings mean what they mean in `t2t_keras.search.beam`:
 
   - beam_size, min_length: the same.
   - the longest output, input length + extra_length tokens before EOS (never
@@ -39,13 +39,13 @@ from collections.abc import Iterator
 from typing import Any
 
 from t2t_keras.data.ids import EOS_ID, UNK_ID
-from t2t_keras.decoding.ct2_export import QUANTIZATIONS, import_ctranslate2, read_info
-from t2t_keras.decoding.ct2_spec import PAD_PIECE, vocabulary_pieces
-from t2t_keras.decoding.decode_hparams import DecodeHParams, SearchDefaults
-from t2t_keras.decoding.translate import SentenceTranslator, Translation
 from t2t_keras.errors import UserError
+from t2t_keras.export.ctranslate2_export import QUANTIZATIONS, import_ctranslate2, read_info
+from t2t_keras.export.ctranslate2_spec import PAD_PIECE, vocabulary_pieces
 from t2t_keras.models.transformer_hparams import TransformerHParams
 from t2t_keras.run.loading import load_vocabs
+from t2t_keras.search.settings import DecodeSettings, SearchSettings
+from t2t_keras.serving.translator import SentenceTranslator, Translation
 
 # CTranslate2's length_penalty: at 0 it stops as soon as its top beam has
 # finished, whatever else is alive; any other value stops at beam_size
@@ -61,8 +61,8 @@ class CTranslate2Translator(SentenceTranslator):
 
     Args:
       model_dir: the directory t2t-exporter --export_format=ctranslate2 wrote.
-      decode_hparams: search and batching settings; unset beam_size, alpha
-        and extra_length take the export's defaults.
+      settings: the search and batching settings, resolved against the
+        export's defaults (`DecodeHParams.resolve(search_defaults(model_dir))`).
       threads: CPU threads of one translation (CTranslate2's intra_threads;
         0 lets it choose).
       compute_type: the type CTranslate2 computes in (COMPUTE_TYPES); "default"
@@ -72,19 +72,19 @@ class CTranslate2Translator(SentenceTranslator):
     def __init__(
         self,
         model_dir: str,
-        decode_hparams: DecodeHParams,
+        settings: DecodeSettings,
         threads: int = 0,
         compute_type: str = "default",
     ) -> None:
         ctranslate2 = import_ctranslate2()
         model_dir = os.path.expanduser(model_dir)
         self.info = read_info(model_dir)
-        self.hparams = decode_hparams.resolved(SearchDefaults(**self.info["search_defaults"]))
-        _check_settings(self.hparams, compute_type)
-        _, _, self._extra_length = self.hparams.beam_alpha_extra_length()
+        self.settings = settings
+        self.search = settings.search
+        _check_settings(self.search, compute_type)
         self.vocabs = load_vocabs(model_dir, self.info["run"])
         self.max_length = int(self.info["max_length"])
-        # The pieces ct2_spec registered: each side as many as its embedding's rows.
+        # The pieces ctranslate2_spec registered: each side as many as its embedding's rows.
         model_hparams = TransformerHParams(**self.info["hparams"])
         target_pieces = vocabulary_pieces(
             self.vocabs["targets"], model_hparams.targets_vocab_size()
@@ -110,7 +110,7 @@ class CTranslate2Translator(SentenceTranslator):
         batch: list[int] = []
         for index in order:
             if batch and (
-                len(batch) == self.hparams.batch_size
+                len(batch) == self.settings.batch_size
                 or self._limit(rows[index]) != self._limit(rows[batch[0]])
             ):
                 yield batch
@@ -120,11 +120,11 @@ class CTranslate2Translator(SentenceTranslator):
             yield batch
 
     def _limit(self, row: list[int]) -> int:
-        """Most tokens before EOS for an input row (`decoder.decode_limits`)."""
-        return min(len(row) + self._extra_length, self.max_length - 1)
+        """Most tokens before EOS for an input row (`search.decoder.decode_limits`)."""
+        return min(len(row) + self.search.extra_length, self.max_length - 1)
 
     def _decode_batch(self, rows: list[list[int]], chunk: list[int]) -> list[Translation]:
-        beam_size, _, _ = self.hparams.beam_alpha_extra_length()
+        beam_size = self.search.beam_size
         limit = self._limit(rows[chunk[0]])
         results = self.translator.translate_batch(
             [[self._source_pieces[token] for token in rows[i]] for i in chunk],
@@ -132,7 +132,7 @@ class CTranslate2Translator(SentenceTranslator):
             num_hypotheses=beam_size,  # Every finished one, ranked here by our penalty.
             length_penalty=_NEARLY_ZERO,
             max_decoding_length=limit,
-            min_decoding_length=min(self.hparams.min_length, limit),
+            min_decoding_length=min(self.search.min_length, limit),
             max_input_length=0,  # Rows are cut to max_length already.
             return_scores=True,
             return_end_token=True,
@@ -150,7 +150,7 @@ class CTranslate2Translator(SentenceTranslator):
             log_prob = score * max(len(hypothesis), 1) ** _NEARLY_ZERO
             ranked.append((log_prob / self._penalty(len(ids)), ids))
         ranked.sort(key=lambda scored: -scored[0])
-        kept = ranked if self.hparams.return_beams else ranked[:1]
+        kept = ranked[: self.search.num_returned]
         return Translation(
             texts=[self.vocabs["targets"].decode(ids) for _, ids in kept],
             scores=[score for score, _ in kept],
@@ -158,14 +158,14 @@ class CTranslate2Translator(SentenceTranslator):
         )
 
     def _penalty(self, length: int) -> float:
-        """Our length penalty of an output of `length` tokens, EOS included (`search`)."""
-        _, alpha, _ = self.hparams.beam_alpha_extra_length()
-        if self.hparams.length_penalty == "gnmt":
+        """Our length penalty of an output of `length` tokens, EOS included (`search.rules.length_penalty`)."""
+        alpha = self.search.alpha
+        if self.search.length_penalty == "gnmt":
             return ((5.0 + length) / 6.0) ** alpha
         return float(length) ** alpha
 
 
-def _check_settings(settings: DecodeHParams, compute_type: str) -> None:
+def _check_settings(settings: SearchSettings, compute_type: str) -> None:
     """Refuses what CTranslate2 cannot do as asked."""
     if settings.stopping != "first_k":
         raise UserError(

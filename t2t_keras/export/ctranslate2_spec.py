@@ -99,7 +99,7 @@ def model_spec(
     tables = _position_tables(model, position_table_length)
     _fill_encoder(spec.encoder, model, tables[0])
     _fill_decoder(spec.decoder, model, tables[1])
-    spec.config.add_source_eos = False  # Our rows end with EOS already; see ct2_translate.
+    spec.config.add_source_eos = False  # Our rows end with EOS already; see ctranslate2_runtime.
     spec.config.unk_token = UNK_PIECE
     spec.config.eos_token = EOS_PIECE
     spec.config.bos_token = PAD_PIECE  # No BOS: the decoder starts from PAD.

@@ -7,10 +7,11 @@ import time
 import keras
 import pytest
 import tensorflow as tf
+from decoders import make_decoder
 
 from t2t_keras import registry
 from t2t_keras.data.ids import EOS_ID
-from t2t_keras.decoding import Decoder
+from t2t_keras.search import Decoder
 
 
 def per_token_seconds(decoder: Decoder, inputs: tf.Tensor, tokens: int) -> float:
@@ -34,6 +35,6 @@ def test_time_per_token_is_flat_from_10_to_100_tokens(beam_size: int) -> None:
     table = model.softmax_weights.embeddings  # EOS logit 0: outputs run to their limit.
     table.assign(tf.tensor_scatter_nd_update(table, [[EOS_ID]], tf.zeros([1, 256])))
     inputs = tf.concat([tf.fill([8, 9], 7), tf.fill([8, 1], EOS_ID)], axis=1)
-    short = per_token_seconds(Decoder(model, beam_size, extra_length=0), inputs, 10)
-    long = per_token_seconds(Decoder(model, beam_size, extra_length=90), inputs, 100)
+    short = per_token_seconds(make_decoder(model, beam_size, extra_length=0), inputs, 10)
+    long = per_token_seconds(make_decoder(model, beam_size, extra_length=90), inputs, 100)
     assert long < 1.5 * short, f"{1000 * short:.2f} ms/token at 10, {1000 * long:.2f} at 100"

@@ -20,7 +20,6 @@ import os
 import shutil
 from typing import Any
 
-from t2t_keras.decoding.decode_hparams import SEARCH_SETTINGS, DecodeHParams, SearchDefaults
 from t2t_keras.errors import UserError
 from t2t_keras.files import (
     make_temporary_dir,
@@ -31,6 +30,7 @@ from t2t_keras.files import (
 from t2t_keras.models.transformer import Transformer
 from t2t_keras.run.loading import TrainedModel
 from t2t_keras.run.run_files import vocab_files
+from t2t_keras.search.settings import SearchDefaults, SearchSettings
 
 EXPORT_INFO = "t2t_keras.json"
 FORMAT = "t2t_keras-ctranslate2"
@@ -75,7 +75,7 @@ def check_quantization(quantization: str) -> None:
 def export_ctranslate2(
     trained: TrainedModel,
     export_dir: str,
-    settings: DecodeHParams,
+    settings: SearchSettings,
     quantization: str = "float32",
 ) -> str:
     """Writes the CTranslate2 model directory of a trained Transformer.
@@ -84,8 +84,9 @@ def export_ctranslate2(
       trained: the model with its weights, vocabularies and run files.
       export_dir: the model directory to write; an earlier export there is
         replaced once the new one is complete.
-      settings: the search defaults recorded for t2t-decoder (resolved
-        against the model's hparams here).
+      settings: the search settings recorded for t2t-decoder (resolved:
+        `DecodeHParams.resolve`); its beam_size, alpha and extra_length
+        become the export's `search_defaults`.
       quantization: one of QUANTIZATIONS.
 
     Returns:
@@ -95,7 +96,7 @@ def export_ctranslate2(
       UserError: no ctranslate2 package, an unknown quantization, a model
         CTranslate2 cannot express, or an export_dir that is not an export.
     """
-    from t2t_keras.decoding.ct2_spec import check_supported
+    from t2t_keras.export.ctranslate2_spec import check_supported
 
     check_quantization(quantization)
     import_ctranslate2()
@@ -109,7 +110,6 @@ def export_ctranslate2(
     export_dir = os.path.abspath(os.path.expanduser(export_dir))
     _check_replaceable(export_dir)
     remove_abandoned(export_dir)
-    settings = settings.resolved(model.hparams)
     temporary_dir = make_temporary_dir(export_dir, "the export directory", "--export_dir")
     try:
         with naming_failed_writes(export_dir):
@@ -118,6 +118,11 @@ def export_ctranslate2(
     finally:
         shutil.rmtree(temporary_dir, ignore_errors=True)
     return export_dir
+
+
+def search_defaults(info: dict[str, Any]) -> SearchDefaults:
+    """What unset search settings take when decoding with an export (its `read_info`)."""
+    return SearchDefaults(**info["search_defaults"])
 
 
 def read_info(model_dir: str) -> dict[str, Any]:
@@ -156,10 +161,10 @@ def read_info(model_dir: str) -> dict[str, Any]:
 
 
 def _write_export(
-    trained: TrainedModel, model_dir: str, settings: DecodeHParams, quantization: str
+    trained: TrainedModel, model_dir: str, settings: SearchSettings, quantization: str
 ) -> None:
     """Writes the CTranslate2 model, the vocabularies and t2t_keras.json into model_dir."""
-    from t2t_keras.decoding.ct2_spec import model_spec
+    from t2t_keras.export.ctranslate2_spec import model_spec
 
     model = trained.model
     spec = model_spec(model, trained.vocabs, model.hparams.max_length)
@@ -200,11 +205,10 @@ def _copy_vocabularies(trained: TrainedModel, model_dir: str) -> None:
 def _write_info(
     trained: TrainedModel,
     max_length: int,
-    settings: DecodeHParams,
+    settings: SearchSettings,
     quantization: str,
     model_dir: str,
 ) -> None:
-    beam_size, alpha, extra_length = settings.beam_alpha_extra_length()
     info = {
         "format": FORMAT,
         "run": trained.run,
@@ -212,8 +216,8 @@ def _write_info(
         "checkpoint": os.path.abspath(trained.checkpoint),
         "quantization": quantization,
         "max_length": max_length,
-        "search_defaults": dataclasses.asdict(SearchDefaults(beam_size, alpha, extra_length)),
-        "search_settings": {name: settings.values()[name] for name in SEARCH_SETTINGS},
+        "search_defaults": dataclasses.asdict(SearchDefaults.of(settings)),
+        "search_settings": dataclasses.asdict(settings),
     }
     with open(os.path.join(model_dir, EXPORT_INFO), "w", encoding="utf-8") as file:
         json.dump(info, file, indent=2, sort_keys=True)

@@ -1,8 +1,8 @@
 """Translating lists of sentences: encode, batch by length, beam search, decode.
 
 `SentenceTranslator` does what every runtime shares; `Translator` searches
-with our Transformer (`ct2_translate.CTranslate2Translator` with a CTranslate2
-export). Sentences are sorted by length so that each batch holds similar lengths,
+with our Transformer (`export.ctranslate2_runtime.CTranslate2Translator` with a
+CTranslate2 export). Sentences are sorted by length so that each batch holds similar lengths,
 padded to a few bucket widths so that the compiled search is reused, and the
 outputs come back in input order: exactly one per input. An input with
 nothing for the model to read gets an empty output without being decoded:
@@ -28,9 +28,9 @@ from absl import logging
 from t2t_keras.data.ids import EOS_ID, PAD_ID
 from t2t_keras.data.tree_tokens import TreeTokens
 from t2t_keras.data.vocab import Vocabulary
-from t2t_keras.decoding.decode_hparams import DecodeHParams
-from t2t_keras.decoding.decoder import Decoder
 from t2t_keras.models.transformer import Transformer
+from t2t_keras.search.decoder import Decoder
+from t2t_keras.search.settings import DecodeSettings
 
 PROGRESS_EVERY_SECONDS = 10.0
 
@@ -67,12 +67,12 @@ class SentenceTranslator(abc.ABC):
     """Translates lists of sentences with some runtime; the runtime decodes batches of id rows.
 
     Attributes (set by subclasses):
-      hparams: the resolved DecodeHParams.
+      settings: the resolved decoding settings (`DecodeHParams.resolve`).
       vocabs: {"inputs": Vocabulary, "targets": Vocabulary}.
       max_length: the model's longest input in tokens, EOS included.
     """
 
-    hparams: DecodeHParams
+    settings: DecodeSettings
     vocabs: dict[str, Vocabulary]
     max_length: int
 
@@ -142,8 +142,8 @@ class SentenceTranslator(abc.ABC):
 
     def _batches(self, rows: list[list[int]], order: list[int]) -> Iterator[list[int]]:
         """The batches to decode, as lists of row indices: `order` in batch_size chunks."""
-        for first in range(0, len(order), self.hparams.batch_size):
-            yield order[first : first + self.hparams.batch_size]
+        for first in range(0, len(order), self.settings.batch_size):
+            yield order[first : first + self.settings.batch_size]
 
     @abc.abstractmethod
     def _decode_batch(self, rows: list[list[int]], chunk: list[int]) -> list[Translation]:
@@ -151,17 +151,15 @@ class SentenceTranslator(abc.ABC):
 
 
 class Translator(SentenceTranslator):
-    """Decodes text with a Transformer, its vocabularies and DecodeHParams.
+    """Decodes text with a Transformer, its vocabularies and resolved decoding settings.
 
     Args:
       model: a built Transformer with its weights.
       vocabs: {"inputs": Vocabulary, "targets": Vocabulary}.
-      decode_hparams: search and batching settings, resolved (`DecodeHParams.resolved`
-        fills in unset ones from model.hparams; here it is applied again, which
-        changes nothing for resolved settings).
+      settings: the search and batching settings (`DecodeHParams.resolve`).
       jit_compile: XLA-compile the search.
       tree_tokens: the tree symbols of `vocabs` (`Problem.tree_constraint`: a
-        parsing problem's); with decode_hparams.tree_constraint, outputs are
+        parsing problem's); with settings.search.tree_constraint, outputs are
         then well-formed trees over exactly the input's words. None: no constraint.
     """
 
@@ -169,19 +167,14 @@ class Translator(SentenceTranslator):
         self,
         model: Transformer,
         vocabs: dict[str, Vocabulary],
-        decode_hparams: DecodeHParams,
+        settings: DecodeSettings,
         jit_compile: bool = True,
         tree_tokens: TreeTokens | None = None,
     ) -> None:
-        self.hparams = decode_hparams.resolved(model.hparams)
+        self.settings = settings
         self.vocabs = vocabs
         self.max_length = model.hparams.max_length
-        self.decoder = Decoder(
-            model,
-            **self.hparams.search_settings(),
-            tree_tokens=tree_tokens,
-            jit_compile=jit_compile,
-        )
+        self.decoder = Decoder(model, settings.search, tree_tokens, jit_compile)
 
     def _decode_batch(self, rows: list[list[int]], chunk: list[int]) -> list[Translation]:
         width = bucket_width(max(len(rows[i]) for i in chunk), self.max_length)

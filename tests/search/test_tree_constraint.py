@@ -13,6 +13,7 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from decoders import make_decoder
 from eos_first import make_eos_first
 
 from t2t_keras import registry
@@ -22,10 +23,10 @@ from t2t_keras.data.parsing_problem import PTB_LABELS, ParsingProblem
 from t2t_keras.data.tree_repair import output_tree
 from t2t_keras.data.tree_tokens import TreeTokens, tree_tokens
 from t2t_keras.data.vocab import ByteVocabulary, SentencePieceVocabulary
-from t2t_keras.decoding import Decoder, beam_search, greedy_search, length_penalty
-from t2t_keras.decoding.decode_hparams import DecodeHParams
-from t2t_keras.decoding.tree_constraint import TreeConstraint, reorder, words
 from t2t_keras.models import TransformerHParams
+from t2t_keras.search import beam_search, greedy_search, length_penalty
+from t2t_keras.search.settings import DecodeHParams, SearchDefaults
+from t2t_keras.search.tree_constraint import TreeConstraint, reorder, words
 
 SYMBOLS = {3: "(A", 4: ")A", 5: "(B", 6: ")B", 7: "XX"}
 JUNK = 8
@@ -263,15 +264,15 @@ def test_the_decoder_writes_trees_and_only_when_asked(eos_first_model, beam_size
     never fights the constraint; tree_constraint=false decodes as without tables."""
     leaves = [2, 0, 5]
     inputs = inputs_of(leaves, width=8)
-    constrained = Decoder(
+    constrained = make_decoder(
         eos_first_model, beam_size, min_length=4, tree_tokens=TOKENS, jit_compile=False
     )
     ids, scores = constrained(inputs)
     assert np.all(np.isfinite(scores.numpy()))
     assert_trees(ids.numpy(), leaves)
     assert list(ids.numpy()[1, 0, :1]) == [EOS_ID]
-    plain = Decoder(eos_first_model, beam_size, min_length=4, jit_compile=False)(inputs)
-    off = Decoder(
+    plain = make_decoder(eos_first_model, beam_size, min_length=4, jit_compile=False)(inputs)
+    off = make_decoder(
         eos_first_model,
         beam_size,
         min_length=4,
@@ -288,7 +289,7 @@ def test_a_signature_of_unknown_shape_writes_trees(eos_first_model) -> None:
     """What the exported SavedModel runs: [None, None] inputs (XLA is tested above: on
     this model it compiles for a minute)."""
     leaves = [3, 1, 0]
-    decoder = Decoder(eos_first_model, 2, tree_tokens=TOKENS, jit_compile=False)
+    decoder = make_decoder(eos_first_model, 2, tree_tokens=TOKENS, jit_compile=False)
     signature = [tf.TensorSpec([None, None], tf.int32)]
     traced = tf.function(decoder._search_ids, input_signature=signature)
     ids, scores = traced(inputs_of(leaves))
@@ -300,7 +301,7 @@ def test_decode_hparams_switch_the_constraint_off() -> None:
     assert DecodeHParams().tree_constraint is True
     settings = DecodeHParams().override("tree_constraint=false")
     assert settings.tree_constraint is False
-    assert settings.search_settings()["tree_constraint"] is False
+    assert settings.resolve(SearchDefaults(4, 0.6, 50)).search.tree_constraint is False
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ import tensorflow as tf
 
 from t2t_keras.data import trees
 from t2t_keras.data.parsing_problem import PTB_LABELS, ParsingProblem
-from t2t_keras.decoding.tree_strings import (
+from t2t_keras.serving.tree_strings import (
     PYTHON_WHITESPACE,
     escaped_words,
     model_inputs,

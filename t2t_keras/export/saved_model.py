@@ -35,13 +35,13 @@ import tensorflow as tf
 from t2t_keras.data.ids import PAD_ID
 from t2t_keras.data.tree_tokens import TreeTokens
 from t2t_keras.data.vocab import Vocabulary
-from t2t_keras.decoding.decode_hparams import SEARCH_SETTINGS, DecodeHParams
-from t2t_keras.decoding.decoder import Decoder
-from t2t_keras.decoding.translate import encode_texts
-from t2t_keras.decoding.tree_strings import model_inputs, output_trees
 from t2t_keras.errors import UserError
 from t2t_keras.files import remove_abandoned, temporary_path_for
 from t2t_keras.run.loading import TrainedModel
+from t2t_keras.search.decoder import Decoder
+from t2t_keras.search.settings import SearchSettings
+from t2t_keras.serving.translator import encode_texts
+from t2t_keras.serving.tree_strings import model_inputs, output_trees
 
 SIGNATURE = "serving_default"
 # The hidden name a version has while it is written (files.temporary_path_for).
@@ -54,7 +54,7 @@ _NOT_ENDED = -1e30
 def export_translator(
     trained: TrainedModel,
     export_dir: str,
-    settings: DecodeHParams | None = None,
+    settings: SearchSettings,
     jit_compile: bool = True,
     tree_tokens: TreeTokens | None = None,
 ) -> str:
@@ -63,10 +63,8 @@ def export_translator(
     Args:
       trained: the model with its weights and vocabularies.
       export_dir: the directory of versions; created if missing.
-      settings: the search (beam_size, alpha, extra_length, min_length,
-        stopping, return_beams: all K hypotheses per input, best first),
-        resolved; unset ones are filled in from the model's hparams by
-        `DecodeHParams.resolved`. Settings of file decoding are refused.
+      settings: the search, resolved (`DecodeHParams.resolve`); with
+        return_beams, all K hypotheses per input come back, best first.
       jit_compile: XLA-compile the beam search inside the SavedModel.
       tree_tokens: the tree symbols of the vocabularies (a parsing problem's
         `tree_constraint`): with settings.tree_constraint, the search writes
@@ -77,21 +75,13 @@ def export_translator(
       The version directory written, export_dir/<version>.
 
     Raises:
-      UserError: settings an exported model does not have, a parser without
-        the tree constraint, or an export_dir that cannot be created or written.
+      UserError: a parser without the tree constraint, or an export_dir that cannot be created or written.
     """
-    settings = (settings or DecodeHParams()).resolved(trained.model.hparams)
-    check_exportable(settings)
     check_tree_constraint(settings, tree_tokens)
     export_dir = os.path.abspath(os.path.expanduser(export_dir))
     temporary_dir = _make_temporary_dir(export_dir)
     try:
-        decoder = Decoder(
-            trained.model,
-            **settings.search_settings(),
-            tree_tokens=tree_tokens,
-            jit_compile=jit_compile,
-        )
+        decoder = Decoder(trained.model, settings, tree_tokens, jit_compile)
         translator = ServingModule(decoder, trained.vocabs["inputs"], trained.vocabs["targets"])
         tf.saved_model.save(translator, temporary_dir, signatures={SIGNATURE: translator.translate})
         return _move_into_place(temporary_dir, export_dir)
@@ -100,17 +90,7 @@ def export_translator(
             tf.io.gfile.rmtree(temporary_dir)
 
 
-def check_exportable(settings: DecodeHParams) -> None:
-    """Refuses settings of file decoding (batching, writing), which an exported model lacks."""
-    others = [name for name in settings.changed() if name not in SEARCH_SETTINGS]
-    if others:
-        raise UserError(
-            f"--decode_hparams sets {', '.join(others)}, which an exported model does not "
-            f"have; it takes {', '.join(SEARCH_SETTINGS)}."
-        )
-
-
-def check_tree_constraint(settings: DecodeHParams, tree_tokens: TreeTokens | None) -> None:
+def check_tree_constraint(settings: SearchSettings, tree_tokens: TreeTokens | None) -> None:
     """Refuses a parser (tree_tokens given) exported with tree_constraint=false."""
     if tree_tokens is not None and not settings.tree_constraint:
         raise UserError(
@@ -160,7 +140,7 @@ def _translate_function(
 
     def searched(inputs: tf.Tensor, ids: tf.Tensor) -> dict[str, tf.Tensor]:
         output_ids, scores = search(ids)  # [B, N, L], [B, N]
-        if decoder.num_returned == 1:
+        if decoder.settings.num_returned == 1:
             outputs, scores = targets_vocab.tf_decode(output_ids[:, 0]), scores[:, 0]
         else:
             flat_ids = tf.reshape(output_ids, [-1, tf.shape(output_ids)[-1]])
@@ -180,7 +160,9 @@ def _translate_function(
         rows, _ = encode_texts(inputs_vocab, texts, decoder.max_length)
         ids = rows.to_tensor(default_value=PAD_ID)  # [B, S]: S the longest row.
         # The XLA-compiled search fails on an empty batch, which gets empty outputs.
-        empty_shape = [0] if decoder.num_returned == 1 else [0, decoder.num_returned]
+        empty_shape = (
+            [0] if decoder.settings.num_returned == 1 else [0, decoder.settings.num_returned]
+        )
         return tf.cond(
             tf.shape(ids)[0] > 0,
             lambda: searched(inputs, ids),

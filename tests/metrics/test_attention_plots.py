@@ -11,13 +11,13 @@ import matplotlib.image
 import numpy as np
 import pytest
 import tensorflow as tf
+from decoders import make_decoder
 
 from t2t_keras.data.ids import EOS_ID, PAD_ID
 from t2t_keras.data.vocab import ByteVocabulary
-from t2t_keras.decoding import Decoder
-from t2t_keras.decoding.attention_plots import write_attention_plots
 from t2t_keras.errors import UserError
 from t2t_keras.hparams.transformer import transformer_tiny
+from t2t_keras.metrics.attention_plots import write_attention_plots
 from t2t_keras.run.loading import load_trained
 from t2t_keras.run.weights import build_model
 
@@ -113,7 +113,7 @@ def test_trained_model_plots_every_layer_of_every_sentence(
     padded = np.zeros([2, max(map(len, inputs))], np.int32)
     for row, ids in zip(padded, inputs, strict=True):
         row[: len(ids)] = ids
-    outputs, _ = Decoder(trained.model, beam_size=1, jit_compile=False)(padded)
+    outputs, _ = make_decoder(trained.model, beam_size=1, jit_compile=False)(padded)
     examples = list(zip(inputs, outputs.numpy()[:, 0], strict=True))  # PAD after EOS is cut.
     plot_dir = tmp_path / "plots"
 

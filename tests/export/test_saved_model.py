@@ -12,14 +12,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 from binaries import assert_user_error, run, run_in_process
+from decoders import make_decoder
 from eos_first import make_eos_first
 
 from t2t_keras.data.ids import EOS_ID, PAD_ID
-from t2t_keras.decoding import Decoder
-from t2t_keras.decoding.decode_hparams import DecodeHParams
-from t2t_keras.decoding.export import export_translator
 from t2t_keras.errors import UserError
+from t2t_keras.export.saved_model import export_translator
 from t2t_keras.run.loading import TrainedModel, load_trained
+from t2t_keras.search.settings import DecodeHParams, SearchSettings
 
 LOADER = Path(__file__).with_name("load_exported.py")
 LONG_LINE = "seven " * 300
@@ -53,7 +53,7 @@ def decode_in_process(
     rows = [[*trained.vocabs["inputs"].encode(text), EOS_ID] for text in inputs]
     width = max(len(row) for row in rows)
     batch = np.array([row + [PAD_ID] * (width - len(row)) for row in rows], np.int32)
-    ids, scores = Decoder(trained.model, min_length=min_length)(batch)
+    ids, scores = make_decoder(trained.model, min_length=min_length)(batch)
     outputs = [trained.vocabs["targets"].decode(best) for best in ids.numpy()[:, 0]]
     return outputs, scores.numpy()[:, 0]
 
@@ -70,7 +70,7 @@ def test_saved_model_translates_like_decoder_without_the_project(
     (export_dir / str(newest)).mkdir(parents=True)
     (export_dir / str(newest) / "kept").write_text("an existing version")
 
-    version_dir = Path(export_translator(trained, str(export_dir)))
+    version_dir = Path(export_translator(trained, str(export_dir), search_settings(trained)))
 
     # A new version past the newest; nothing else left behind, nothing replaced.
     assert version_dir == export_dir / str(newest + 1)
@@ -139,13 +139,9 @@ def test_exporter_bad_input_exits_2(trained_dir: Path, tmp_path: Path) -> None:
     assert not list(tmp_path.iterdir())
 
 
-def test_export_refuses_file_decoding_settings(trained_dir: Path, tmp_path: Path) -> None:
-    trained = load_trained(str(trained_dir))
+def test_export_refuses_file_decoding_settings() -> None:
     with pytest.raises(UserError, match="sets write_beam_scores, num_samples, which an exported"):
-        export_translator(
-            trained, str(tmp_path), DecodeHParams(num_samples=3, write_beam_scores=True)
-        )
-    assert not list(tmp_path.iterdir())
+        DecodeHParams(num_samples=3, write_beam_scores=True).check_search_only()
 
 
 def test_saved_model_gives_no_empty_output_for_a_non_empty_input(
@@ -155,7 +151,12 @@ def test_saved_model_gives_no_empty_output_for_a_non_empty_input(
     make_eos_first(trained.model)
     inputs = ["three hundred forty two", "", "nineteen"]
     assert decode_in_process(trained, inputs, min_length=0)[0] == ["", "", ""]
-    version_dir = export_translator(trained, str(tmp_path / "export"))
+    version_dir = export_translator(trained, str(tmp_path / "export"), search_settings(trained))
     outputs = translate_in_subprocess(Path(version_dir), inputs)["outputs"]
     assert outputs == decode_in_process(trained, inputs)[0]
     assert outputs[0] and outputs[2] and outputs[1] == ""
+
+
+def search_settings(trained: TrainedModel) -> SearchSettings:
+    """The search t2t-exporter exports by default: the hparams set's."""
+    return DecodeHParams().resolve(trained.hparams).search

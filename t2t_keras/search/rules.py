@@ -1,0 +1,106 @@
+"""What greedy and beam search share: the step function, the tokens allowed, the length penalty.
+
+Both searches run as one `tf.while_loop` over tensors of fixed shape, so a
+caller can wrap them in an XLA-compiled `tf.function` or a SavedModel
+signature. Shapes: B sentences, K beams, L output positions (tokens
+including EOS), V vocabulary.
+
+The step function: `step(state, index, ids [B * K], parents) -> (logits
+[B * K, V], state)` gives the next-token logits after `ids`, the tokens at
+position index - 1 (PAD, the start symbol, at index 0). `parents` [B * K]
+int32 says which row of the previous step each row continues (beam search
+reorders its beams), or is None when every row continues itself (greedy
+search). `state` is the step function's own: the searches only carry it, so
+the model decides what reordering costs.
+
+Rules shared by both searches:
+  - PAD is never produced; sentence b gets at most max_lengths[b] tokens before
+    its EOS, which is forced at position max_lengths[b], and at least
+    min_lengths[b]: EOS is barred before that position (fairseq's min_len; the
+    decoder asks for 1 token unless the input is empty, so an ordinary
+    sentence never translates to nothing).
+  - A hypothesis of n tokens (EOS included) with log-probability log_p scores
+    log_p / ((5 + n) / 6) ** alpha, the GNMT length penalty, or with the
+    penalty form "length", log_p / n ** alpha (CTranslate2's and fairseq's).
+  - Either search may be constrained to linearized parse trees (`constraint`,
+    a `tree_constraint.TreeConstraint`): only the tokens it allows are taken,
+    and it alone decides where EOS goes (the minimum length is not applied then).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import tensorflow as tf
+
+from t2t_keras.data.ids import EOS_ID, PAD_ID
+from t2t_keras.search.settings import LENGTH_PENALTIES
+from t2t_keras.search.tree_constraint import TreeConstraint, TreeState
+
+StepFunction = Callable[[Any, tf.Tensor, tf.Tensor, tf.Tensor | None], tuple[tf.Tensor, Any]]
+NEG_INF = float("-inf")
+
+
+def length_penalty(length: tf.Tensor, alpha: float, form: str = "gnmt") -> tf.Tensor:
+    """((5 + length) / 6) ** alpha (form "gnmt") or length ** alpha ("length"), float32."""
+    if form not in LENGTH_PENALTIES:
+        raise ValueError(f"form must be one of {LENGTH_PENALTIES}, not {form!r}")
+    length = tf.cast(length, tf.float32)
+    return tf.pow((5.0 + length) / 6.0 if form == "gnmt" else length, alpha)
+
+
+def allowed_log_probs(
+    logits: tf.Tensor, index: tf.Tensor, max_lengths: tf.Tensor, min_lengths: tf.Tensor | None
+) -> tf.Tensor:
+    """log_softmax with PAD removed, EOS barred before min_lengths and forced at max_lengths.
+
+    Args:
+      logits: [B, K, V] float32.
+      index: the position being decoded.
+      max_lengths: [B] most tokens before EOS.
+      min_lengths: [B] fewest tokens before EOS (each at most max_lengths), or None.
+
+    Returns:
+      [B, K, V] log-probabilities, -inf where a token may not be chosen.
+    """
+    log_probs = tf.nn.log_softmax(logits, axis=-1)
+    tokens = tf.range(tf.shape(logits)[-1])[tf.newaxis, tf.newaxis, :]
+    forced = (index >= max_lengths)[:, tf.newaxis, tf.newaxis]
+    allowed = tf.logical_and(tokens != PAD_ID, tf.logical_or(~forced, tokens == EOS_ID))
+    if min_lengths is not None:
+        barred = (index < min_lengths)[:, tf.newaxis, tf.newaxis]
+        allowed = tf.logical_and(allowed, tf.logical_or(~barred, tokens != EOS_ID))
+    return tf.where(allowed, log_probs, NEG_INF)
+
+
+def masked_log_probs(
+    logits: tf.Tensor,
+    index: tf.Tensor,
+    max_lengths: tf.Tensor,
+    min_lengths: tf.Tensor | None,
+    constraint: TreeConstraint | None,
+    tree: TreeState | tuple[()],
+) -> tf.Tensor:
+    """`allowed_log_probs` [B, K, V], and under a constraint only what it allows.
+
+    The constraint decides EOS: the minimum length would bar the EOS after a
+    short tree, the only token it allows there. EOS forced at max_lengths
+    agrees with it, since every tree it allows is complete by then.
+    """
+    if constraint is None:
+        return allowed_log_probs(logits, index, max_lengths, min_lengths)
+    assert isinstance(tree, TreeState)
+    log_probs = allowed_log_probs(logits, index, max_lengths, None)
+    return tf.where(constraint.allowed(tree, index), log_probs, NEG_INF)
+
+
+def batch_size(max_lengths: tf.Tensor) -> int | tf.Tensor:
+    """B, static when known so that loop variables keep their shapes."""
+    return max_lengths.shape[0] if max_lengths.shape[0] is not None else tf.shape(max_lengths)[0]
+
+
+def previous_tokens(ids: tf.Tensor, index: tf.Tensor) -> tf.Tensor:
+    """The tokens at position index - 1 of ids [..., L]; PAD at index 0."""
+    previous = tf.gather(ids, tf.maximum(index - 1, 0), axis=-1)
+    return tf.where(index > 0, previous, tf.zeros_like(previous))

@@ -1,0 +1,128 @@
+"""Decoding settings are decided once: `DecodeHParams.resolve` fills the unset
+search settings from the model's hparams, and nothing else reads those defaults."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from t2t_keras.errors import UserError
+from t2t_keras.hparams.transformer import transformer_parsing_small, transformer_tiny
+from t2t_keras.search.settings import (
+    SEARCH_SETTINGS,
+    DecodeHParams,
+    SearchDefaults,
+    SearchSettings,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+LIBRARY = ("t2t_keras", "bin", "problems", "hparams")
+# The settings a model's hparams set decides when --decode_hparams leaves them unset.
+FROM_MODEL = tuple(field.name for field in dataclasses.fields(SearchDefaults))
+# The one function that reads them (`DecodeHParams.resolve` calls it).
+READER = "SearchDefaults.of"
+
+
+def _is_model_hparams(node: ast.expr) -> bool:
+    """An expression naming a model's hparams: `hparams`, `model.hparams`, `model_hparams`..."""
+    text = ast.unparse(node)
+    return "hparams" in text.lower() and "decode_hparams" not in text
+
+
+def _reads(tree: ast.Module) -> list[tuple[str, int, str]]:
+    """(function, line, code) of each read of a defaulted search setting from model hparams."""
+    found = []
+
+    def visit(node: ast.AST, scope: str) -> None:
+        if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            scope = f"{scope}.{node.name}" if scope else node.name
+        reads = (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.ctx, ast.Load)
+            and node.attr in FROM_MODEL
+            and _is_model_hparams(node.value)
+        ) or (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "getattr"
+            and len(node.args) >= 2
+            and _is_model_hparams(node.args[0])
+            and not (
+                isinstance(node.args[1], ast.Constant) and node.args[1].value not in FROM_MODEL
+            )
+        )
+        if reads:
+            found.append((scope, node.lineno, ast.unparse(node)))
+        for child in ast.iter_child_nodes(node):
+            visit(child, scope)
+
+    visit(tree, "")
+    return found
+
+
+def test_only_the_resolving_function_reads_the_model_search_defaults() -> None:
+    reads = [
+        f"{path.relative_to(ROOT)}:{line} in {scope}: {code}"
+        for directory in LIBRARY
+        for path in sorted((ROOT / directory).rglob("*.py"))
+        for scope, line, code in _reads(ast.parse(path.read_text(encoding="utf-8")))
+    ]
+    assert [read for read in reads if f" in {READER}: " not in read] == []
+    assert len(reads) == 1, reads  # The check itself still sees the one read there is.
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "def f(model):\n    return model.hparams.beam_size",
+        "def f(trained, s):\n    return s.alpha or trained.hparams.alpha",
+        "class T:\n    def g(self, model_hparams, name):\n        return getattr(model_hparams, name)",
+        "def h(hparams):\n    return getattr(hparams, 'extra_length')",
+    ],
+)
+def test_a_second_place_filling_defaults_is_found(code: str) -> None:
+    assert len(_reads(ast.parse(code))) == 1
+
+
+def test_resolving_fills_only_what_is_unset() -> None:
+    tiny, parsing = transformer_tiny(), transformer_parsing_small()
+    given = DecodeHParams().override("beam_size=2,batch_size=3,return_beams=true")
+    settings = given.resolve(tiny)
+    assert settings.search == SearchSettings(
+        beam_size=2,
+        alpha=tiny.alpha,
+        length_penalty="gnmt",
+        extra_length=tiny.extra_length,
+        return_beams=True,
+        min_length=1,
+        stopping="first_k",
+        tree_constraint=True,
+    )
+    assert (settings.batch_size, settings.num_samples, settings.search.num_returned) == (3, 0, 2)
+    parser = DecodeHParams().resolve(parsing).search
+    assert (parser.beam_size, parser.alpha, parser.extra_length) == (
+        parsing.beam_size,
+        parsing.alpha,
+        parsing.extra_length,
+    )
+    assert (parser.beam_size, parser.extra_length) != (tiny.beam_size, tiny.extra_length)
+    # An export's stored defaults resolve alike; a resolved search gives its own back.
+    assert DecodeHParams().resolve(SearchDefaults.of(tiny)) == DecodeHParams().resolve(tiny)
+    assert SearchDefaults.of(settings.search) == SearchDefaults(2, tiny.alpha, tiny.extra_length)
+    assert tuple(field.name for field in dataclasses.fields(SearchSettings)) == SEARCH_SETTINGS
+
+
+def test_greedy_is_beam_one_stopping_at_the_first() -> None:
+    tiny = transformer_tiny()
+    assert DecodeHParams(beam_size=1).resolve(tiny).search.is_greedy
+    assert not DecodeHParams(beam_size=1, stopping="best_possible").resolve(tiny).search.is_greedy
+    assert not DecodeHParams(beam_size=2).resolve(tiny).search.is_greedy
+
+
+def test_an_export_takes_only_search_settings() -> None:
+    DecodeHParams(beam_size=2, alpha=1.0, return_beams=True).check_search_only()
+    with pytest.raises(UserError, match="sets batch_size, which an exported model does not have"):
+        DecodeHParams(batch_size=2).check_search_only()
