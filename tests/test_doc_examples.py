@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from markdown import DOCS, ROOT, code_blocks
+from doc_pages import DOCS, ROOT, code_blocks
 
 DATA_AND_PROBLEMS = DOCS / "data_and_problems.md"
 FAILURES = DOCS / "failures.md"

@@ -11,7 +11,17 @@ from pathlib import Path
 
 import pytest
 from absl import flags
-from markdown import DOCS, README, ROOT, anchors, code_blocks, contents_list, headings, links, pages
+from doc_pages import (
+    DOCS,
+    README,
+    ROOT,
+    anchors,
+    code_blocks,
+    contents_list,
+    headings,
+    links,
+    pages,
+)
 
 # A page this long or longer opens with a list of its sections.
 LONG_PAGE_LINES = 100

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from markdown import README, anchors, code_blocks, contents_list, headings, links
+from doc_pages import README, anchors, code_blocks, contents_list, headings, links
 
 
 def test_readme_starts_with_the_two_commands() -> None:

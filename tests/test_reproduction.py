@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from binaries import run_in_process
-from markdown import DOCS, code_blocks
+from doc_pages import DOCS, code_blocks
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_WMT = ROOT.parent / "shared" / "data" / "wmt"
