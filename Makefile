@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 DEMO_DIR ?= .demo
 
-.PHONY: demo test lint format clean
+.PHONY: demo test lint format docs clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +39,10 @@ lint: $(VENV)/.installed-test
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+
+# docs/reference/ from the code: every flag, hparams field and registered name.
+docs: $(VENV)/.installed
+	$(BIN)/python docs/generate_reference.py
 
 format: $(VENV)/.installed-test
 	$(BIN)/ruff check --fix .

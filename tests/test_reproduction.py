@@ -1,6 +1,6 @@
-"""The README's "Reproducing the paper" commands run as written, at tiny scale.
+"""The commands of docs/reproducing_the_paper.md run as written, at tiny scale.
 
-Every t2t-* command of the section's code block runs, in order, with its own
+Every t2t-* command of the page's code block runs, in order, with its own
 flags; the test changes only the scale, each change listed in SCALE and
 TINY: a few training steps, a checkpoint at each, a model of d_model 16 fed
 batches of one shape without XLA, 2 accumulated micro-batches for the _single_gpu sets'
@@ -19,16 +19,18 @@ from pathlib import Path
 
 import pytest
 from binaries import run_in_process
+from doc_pages import DOCS, code_blocks
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_WMT = ROOT.parent / "shared" / "data" / "wmt"
+PAGE = DOCS / "reproducing_the_paper.md"
 TEST_SENTENCES = 20
 
 pytestmark = pytest.mark.skipif(
     not SHARED_WMT.exists(), reason="needs the WMT sample in ../shared/data/wmt"
 )
 
-# (pattern, replacement): the only changes made to the README's commands.
+# (pattern, replacement): the only changes made to the page's commands.
 SCALE = (
     (r"--train_steps=\d+", "--train_steps=3"),
     (r"--save_checkpoints_steps=0", "--save_checkpoints_steps=1"),
@@ -50,11 +52,9 @@ TINY = (
 FEWER_MICRO_BATCHES = ",gradient_accumulation_steps=2"
 
 
-def section_commands() -> tuple[dict[str, str], list[str]]:
-    """The section's shell variables and its commands, continuation lines joined."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Reproducing the paper\n", 1)[1].split("\n## ", 1)[0]
-    (block,) = re.findall(r"```sh\n(.*?)```", section, flags=re.DOTALL)
+def page_commands() -> tuple[dict[str, str], list[str]]:
+    """The page's shell variables and its commands, continuation lines joined."""
+    (block,) = code_blocks(PAGE, "sh")
     lines = [line for line in block.replace("\\\n", " ").splitlines() if line.strip()]
     lines = [line for line in lines if not line.startswith("#")]
     variables = dict(word.split("=", 1) for word in shlex.split(lines[0]))
@@ -94,7 +94,7 @@ def at_tiny_scale(command: str, variables: dict[str, str], first_trainer: bool) 
 
 
 def test_the_papers_recipe_runs_from_data_to_scored_newstest2014(tmp_path: Path) -> None:
-    variables, commands = section_commands()
+    variables, commands = page_commands()
     assert set(variables) == {"DATA", "TMP", "TRAIN"}
     ours = {name: str(tmp_path / name.lower()) for name in variables}
     local_corpus(Path(ours["TMP"]))
