@@ -23,7 +23,7 @@ from typing import Any
 from absl import flags
 
 from t2t_keras import catalog, registry
-from t2t_keras.decoding.decode_hparams import DecodeHParams
+from t2t_keras.search.settings import DecodeHParams
 from t2t_keras.hparam import HParams
 from t2t_keras.models.transformer_hparams import TransformerHParams
 
