@@ -23,9 +23,9 @@ from typing import Any
 from absl import flags
 
 from t2t_keras import catalog, registry
-from t2t_keras.search.settings import DecodeHParams
 from t2t_keras.hparam import HParams
 from t2t_keras.models.transformer_hparams import TransformerHParams
+from t2t_keras.search.settings import DecodeHParams
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "docs" / "reference"
