@@ -343,13 +343,7 @@ class Transformer(keras.Model):
         batch = tf.shape(memory)[0] if memory.shape[0] is None else memory.shape[0]
         # Encoder-decoder keys and values, the same at every step: outside the state.
         memory_caches = [layer.project_memory(memory) for layer in self.decoder_layers]
-        state: DecodingState = {
-            f"layer_{i}": layer.empty_cache(batch, cache_length, beam_size)
-            for i, layer in enumerate(self.decoder_layers)
-        }
-        state["ancestors"] = tf.zeros([batch, beam_size, cache_length], tf.int32)
-        if self.word_starts is not None:  # Each row's leaves before its input token.
-            state["leaves"] = tf.zeros([batch * beam_size], tf.int32)
+        state = self._empty_decoding_state(batch, cache_length, beam_size)
         words = None
         if self.leaf_word_projection is not None:  # [B * K, S, D]: each row's sentence's.
             words = tf.repeat(self._word_memory(inputs, memory), beam_size, axis=0)
@@ -358,12 +352,7 @@ class Transformer(keras.Model):
         def step(
             state: DecodingState, index: tf.Tensor, ids: tf.Tensor, parents: tf.Tensor | None
         ) -> tuple[tf.Tensor, DecodingState]:
-            ancestors = state["ancestors"]
-            if parents is not None:
-                flat = tf.reshape(ancestors, [-1, cache_length])
-                ancestors = tf.reshape(tf.gather(flat, parents), tf.shape(ancestors))
-            # Position index of every beam is written by the beam's own row.
-            ancestors = tf.where(tf.range(cache_length) == index, own_row, ancestors)
+            ancestors = _follow_parents(state["ancestors"], parents, index, own_row, cache_length)
             self_bias = beam_step_bias(ancestors, index)
             new_state = {"ancestors": ancestors}
             leaves = leaf_words = None
@@ -371,10 +360,7 @@ class Transformer(keras.Model):
                 leaves = state["leaves"] if parents is None else tf.gather(state["leaves"], parents)
                 leaves += tf.cast(ids == self.hparams.leaf_id, tf.int32)
                 new_state["leaves"] = leaves
-                if words is not None:
-                    last = tf.shape(words)[1] - 1
-                    leaf_words = tf.gather(words, tf.minimum(leaves, last), batch_dims=1)
-                    leaf_words = leaf_words[:, tf.newaxis]
+                leaf_words = None if words is None else _leaf_words(words, leaves)
                 leaves = leaves[:, tf.newaxis]
             x = self._embed(
                 self.target_embedding, ids[:, tf.newaxis], 1, index, False, leaves, leaf_words
@@ -386,6 +372,20 @@ class Transformer(keras.Model):
             return self._logits(x)[:, 0, :], new_state
 
         return state, step
+
+    def _empty_decoding_state(
+        self, batch: tf.Tensor | int, cache_length: int, beam_size: int
+    ) -> DecodingState:
+        """The state before the first step: empty self-attention caches, every
+        position of every beam its own row's, and no leaves written yet."""
+        state: DecodingState = {
+            f"layer_{i}": layer.empty_cache(batch, cache_length, beam_size)
+            for i, layer in enumerate(self.decoder_layers)
+        }
+        state["ancestors"] = tf.zeros([batch, beam_size, cache_length], tf.int32)
+        if self.word_starts is not None:  # Each row's leaves before its input token.
+            state["leaves"] = tf.zeros([batch * beam_size], tf.int32)
+        return state
 
     # Shared pieces.
 
@@ -464,3 +464,26 @@ class Transformer(keras.Model):
         # use_xla is how this process runs the model, not part of it: not saved. A
         # config saved with it (before) still loads, taking it as the argument it is.
         return {**super().get_config(), "hparams": self.hparams.values()}
+
+
+def _follow_parents(
+    ancestors: tf.Tensor,
+    parents: tf.Tensor | None,
+    index: tf.Tensor,
+    own_row: tf.Tensor,
+    cache_length: int,
+) -> tf.Tensor:
+    """The [B, K, L] ancestors table of the step at index: each beam takes the row
+    of its parent (parents [B * K]; None: its own), and its own row (own_row
+    [1, K, 1]) writes position index."""
+    if parents is not None:
+        flat = tf.reshape(ancestors, [-1, cache_length])
+        ancestors = tf.reshape(tf.gather(flat, parents), tf.shape(ancestors))
+    return tf.where(tf.range(cache_length) == index, own_row, ancestors)
+
+
+def _leaf_words(words: tf.Tensor, leaves: tf.Tensor) -> tf.Tensor:
+    """[B * K, S, D] word encodings, [B * K] leaves written -> [B * K, 1, D]: the
+    encoding of the word each row writes next (the last row of words past the end)."""
+    last = tf.shape(words)[1] - 1
+    return tf.gather(words, tf.minimum(leaves, last), batch_dims=1)[:, tf.newaxis]
