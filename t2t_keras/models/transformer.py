@@ -7,7 +7,6 @@ a UserError here; `t2t_keras.decoding` truncates them with a warning instead.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -115,29 +114,22 @@ class Transformer(keras.Model):
 
     def _build_leaf_inputs(self) -> None:
         """A parser's projections of leaf positions and leaf words, and its word-start table."""
-        hparams, policy = self.hparams, self.dtype_policy
-        d_model = hparams.d_model
-        # One initializer per matrix: an initializer's draws repeat with its seed.
-        kernel = functools.partial(
-            initializers.projection, hparams.initializer_stddev, d_model, d_model
-        )
-        self.leaf_projection = self.leaf_word_projection = self.word_starts = None
-        if hparams.leaf_positions:
-            self.leaf_projection = keras.layers.Dense(
+        hparams, d_model = self.hparams, self.hparams.d_model
+
+        def projection(name: str) -> keras.layers.Dense:
+            # One initializer per matrix: an initializer's draws repeat with its seed.
+            kernel = initializers.projection(hparams.initializer_stddev, d_model, d_model)
+            return keras.layers.Dense(
                 d_model,
                 use_bias=False,
-                kernel_initializer=kernel(),
-                dtype=policy,
-                name="leaf_positions",
+                kernel_initializer=kernel,
+                dtype=self.dtype_policy,
+                name=name,
             )
-        if hparams.leaf_words:
-            self.leaf_word_projection = keras.layers.Dense(
-                d_model,
-                use_bias=False,
-                kernel_initializer=kernel(),
-                dtype=policy,
-                name="leaf_words",
-            )
+
+        self.word_starts = None
+        self.leaf_projection = projection("leaf_positions") if hparams.leaf_positions else None
+        self.leaf_word_projection = projection("leaf_words") if hparams.leaf_words else None
         if hparams.reads_leaves():
             # Per input id, 1 if its piece begins an encoder position (a word's
             # first piece, EOS): the encoder counts words, the decoder leaves,
