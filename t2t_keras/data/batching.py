@@ -118,13 +118,7 @@ def batch_by_length(
       where L is a bucket boundary and B = max(1, batch_size // L); only the
       last batch of a bucket may be smaller.
     """
-    if batch_size < max_length:
-        raise BatchingError(
-            f"batch_size={batch_size} is smaller than max_length={max_length}. batch_size "
-            "counts tokens per batch, padding included (tensor2tensor's meaning), not "
-            "sentences, so it must be at least max_length; e.g. batch_size=4096 for "
-            "max_length=256."
-        )
+    _check_batch_size(batch_size, max_length)
     boundaries = bucket_boundaries(
         min(min_length_bucket, max_length), max_length, length_bucket_step
     )
@@ -132,15 +126,7 @@ def batch_by_length(
     batch_sizes = tf.constant([bucket_rows(length, batch_size) for length in boundaries], tf.int64)
 
     def bucket_of(example: dict[str, tf.Tensor]) -> tf.Tensor:
-        length = example_length(example)
-        tf.debugging.assert_less_equal(
-            length,
-            max_length,
-            message=f"An example is longer than max_length={max_length}; "
-            "apply filter_by_length or truncate before batch_by_length.",
-        )
-        # The smallest boundary >= length.
-        return tf.searchsorted(lengths, length[tf.newaxis], out_type=tf.int64)[0]
+        return _bucket_index(example_length(example), lengths, max_length)
 
     def batch_bucket(bucket: tf.Tensor, window: tf.data.Dataset) -> tf.data.Dataset:
         shape = tf.cast(lengths[bucket], tf.int64)[tf.newaxis]  # [L]
@@ -156,3 +142,35 @@ def batch_by_length(
         reduce_func=batch_bucket,
         window_size_func=lambda bucket: batch_sizes[bucket],
     )
+
+
+def _check_batch_size(batch_size: int, max_length: int) -> None:
+    """Refuses a batch_size that cannot hold one example of max_length tokens."""
+    if batch_size < max_length:
+        raise BatchingError(
+            f"batch_size={batch_size} is smaller than max_length={max_length}. batch_size "
+            "counts tokens per batch, padding included (tensor2tensor's meaning), not "
+            "sentences, so it must be at least max_length; e.g. batch_size=4096 for "
+            "max_length=256."
+        )
+
+
+def _bucket_index(length: tf.Tensor, boundaries: tf.Tensor, max_length: int) -> tf.Tensor:
+    """The bucket of an example of `length` tokens: the smallest boundary >= length.
+
+    Args:
+      length: int32 scalar, the example's length; over max_length stops the
+        pipeline with an error.
+      boundaries: int32 [N], the bucket boundaries in increasing order.
+      max_length: the last boundary.
+
+    Returns:
+      int64 scalar index into boundaries.
+    """
+    tf.debugging.assert_less_equal(
+        length,
+        max_length,
+        message=f"An example is longer than max_length={max_length}; "
+        "apply filter_by_length or truncate before batch_by_length.",
+    )
+    return tf.searchsorted(boundaries, length[tf.newaxis], out_type=tf.int64)[0]

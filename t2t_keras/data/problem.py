@@ -195,11 +195,7 @@ class Problem:
             skip_corrupt,
         )  # fmt: skip
         dataset = dataset.map(self._parse, num_parallel_calls=parallel, deterministic=deterministic)
-        if training:
-            dataset = batching.filter_by_length(dataset, max_length)
-        else:
-            _log_too_long(dataset, f"{self.name} {split}", max_length)
-            dataset = batching.truncate(dataset, max_length)
+        dataset = self._fit_to_length(dataset, split, max_length)
         if shuffle:
             dataset = dataset.shuffle(10_000, seed=seed)
         if repeat:
@@ -214,6 +210,15 @@ class Problem:
         options = tf.data.Options()
         options.deterministic = deterministic
         return dataset.with_options(options).prefetch(tf.data.AUTOTUNE)
+
+    def _fit_to_length(
+        self, dataset: tf.data.Dataset, split: str, max_length: int
+    ) -> tf.data.Dataset:
+        """Training drops examples over max_length; other splits cut them, logging how many."""
+        if split == "train":
+            return batching.filter_by_length(dataset, max_length)
+        _log_too_long(dataset, f"{self.name} {split}", max_length)
+        return batching.truncate(dataset, max_length)
 
     @staticmethod
     def _records(

@@ -217,30 +217,8 @@ class SentencePieceVocabulary(Vocabulary):
             raise VocabularyError(
                 f"No sentences to train the vocabulary on: {model_path} was not written."
             )
-        options = dict(
-            vocab_size=vocab_size,
-            model_type=model_type,
-            character_coverage=character_coverage,
-            pad_id=PAD_ID,
-            eos_id=EOS_ID,
-            unk_id=UNK_ID,
-            bos_id=-1,
-            num_threads=os.cpu_count() or 1,
-            minloglevel=2,  # SentencePiece logs every step to stderr otherwise.
-            user_defined_symbols=[
-                f"\u2581{word}" for word in whole_words
-            ],  # "\u2581": a word start.
-        )
-        try:
-            model_proto = _train_model(sample, options)
-        except RuntimeError as error:
-            if _TOO_MANY_PIECES not in str(error):
-                raise _training_error(error, model_path) from None
-            # Small corpus: take as many pieces as it has, up to vocab_size.
-            try:
-                model_proto = _train_model(sample, {**options, "hard_vocab_limit": False})
-            except RuntimeError as retry_error:
-                raise _training_error(retry_error, model_path) from None
+        options = _trainer_options(vocab_size, model_type, character_coverage, whole_words)
+        model_proto = _train_up_to_vocab_size(sample, options, model_path)
         write_atomically(model_proto, model_path)
         return cls(model_path)
 
@@ -310,6 +288,41 @@ class ByteVocabulary(Vocabulary):
         return tf.strings.unicode_transcode(
             joined, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD
         )
+
+
+def _trainer_options(
+    vocab_size: int, model_type: str, character_coverage: float, whole_words: Sequence[str]
+) -> dict:
+    """SentencePiece trainer options for `SentencePieceVocabulary.train`'s arguments,
+    with t2t_keras's reserved ids and no BOS."""
+    return dict(
+        vocab_size=vocab_size,
+        model_type=model_type,
+        character_coverage=character_coverage,
+        pad_id=PAD_ID,
+        eos_id=EOS_ID,
+        unk_id=UNK_ID,
+        bos_id=-1,
+        num_threads=os.cpu_count() or 1,
+        minloglevel=2,  # SentencePiece logs every step to stderr otherwise.
+        # "\u2581": a word start.
+        user_defined_symbols=[f"\u2581{word}" for word in whole_words],
+    )
+
+
+def _train_up_to_vocab_size(sentences: list[str], options: dict, model_path: str) -> bytes:
+    """The serialized model of options["vocab_size"] pieces, or of as many as a small
+    corpus has; a failure raises a VocabularyError naming model_path."""
+    try:
+        return _train_model(sentences, options)
+    except RuntimeError as error:
+        if _TOO_MANY_PIECES not in str(error):
+            raise _training_error(error, model_path) from None
+    # Small corpus: take as many pieces as it has, up to vocab_size.
+    try:
+        return _train_model(sentences, {**options, "hard_vocab_limit": False})
+    except RuntimeError as retry_error:
+        raise _training_error(retry_error, model_path) from None
 
 
 def _train_model(sentences: list[str], options: dict) -> bytes:

@@ -7,7 +7,6 @@ a UserError here; `t2t_keras.search.Decoder` truncates them with a warning inste
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -115,29 +114,22 @@ class Transformer(keras.Model):
 
     def _build_leaf_inputs(self) -> None:
         """A parser's projections of leaf positions and leaf words, and its word-start table."""
-        hparams, policy = self.hparams, self.dtype_policy
-        d_model = hparams.d_model
-        # One initializer per matrix: an initializer's draws repeat with its seed.
-        kernel = functools.partial(
-            initializers.projection, hparams.initializer_stddev, d_model, d_model
-        )
-        self.leaf_projection = self.leaf_word_projection = self.word_starts = None
-        if hparams.leaf_positions:
-            self.leaf_projection = keras.layers.Dense(
+        hparams, d_model = self.hparams, self.hparams.d_model
+
+        def projection(name: str) -> keras.layers.Dense:
+            # One initializer per matrix: an initializer's draws repeat with its seed.
+            kernel = initializers.projection(hparams.initializer_stddev, d_model, d_model)
+            return keras.layers.Dense(
                 d_model,
                 use_bias=False,
-                kernel_initializer=kernel(),
-                dtype=policy,
-                name="leaf_positions",
+                kernel_initializer=kernel,
+                dtype=self.dtype_policy,
+                name=name,
             )
-        if hparams.leaf_words:
-            self.leaf_word_projection = keras.layers.Dense(
-                d_model,
-                use_bias=False,
-                kernel_initializer=kernel(),
-                dtype=policy,
-                name="leaf_words",
-            )
+
+        self.word_starts = None
+        self.leaf_projection = projection("leaf_positions") if hparams.leaf_positions else None
+        self.leaf_word_projection = projection("leaf_words") if hparams.leaf_words else None
         if hparams.reads_leaves():
             # Per input id, 1 if its piece begins an encoder position (a word's
             # first piece, EOS): the encoder counts words, the decoder leaves,
@@ -343,13 +335,7 @@ class Transformer(keras.Model):
         batch = tf.shape(memory)[0] if memory.shape[0] is None else memory.shape[0]
         # Encoder-decoder keys and values, the same at every step: outside the state.
         memory_caches = [layer.project_memory(memory) for layer in self.decoder_layers]
-        state: DecodingState = {
-            f"layer_{i}": layer.empty_cache(batch, cache_length, beam_size)
-            for i, layer in enumerate(self.decoder_layers)
-        }
-        state["ancestors"] = tf.zeros([batch, beam_size, cache_length], tf.int32)
-        if self.word_starts is not None:  # Each row's leaves before its input token.
-            state["leaves"] = tf.zeros([batch * beam_size], tf.int32)
+        state = self._empty_decoding_state(batch, cache_length, beam_size)
         words = None
         if self.leaf_word_projection is not None:  # [B * K, S, D]: each row's sentence's.
             words = tf.repeat(self._word_memory(inputs, memory), beam_size, axis=0)
@@ -358,12 +344,7 @@ class Transformer(keras.Model):
         def step(
             state: DecodingState, index: tf.Tensor, ids: tf.Tensor, parents: tf.Tensor | None
         ) -> tuple[tf.Tensor, DecodingState]:
-            ancestors = state["ancestors"]
-            if parents is not None:
-                flat = tf.reshape(ancestors, [-1, cache_length])
-                ancestors = tf.reshape(tf.gather(flat, parents), tf.shape(ancestors))
-            # Position index of every beam is written by the beam's own row.
-            ancestors = tf.where(tf.range(cache_length) == index, own_row, ancestors)
+            ancestors = _follow_parents(state["ancestors"], parents, index, own_row, cache_length)
             self_bias = beam_step_bias(ancestors, index)
             new_state = {"ancestors": ancestors}
             leaves = leaf_words = None
@@ -371,10 +352,7 @@ class Transformer(keras.Model):
                 leaves = state["leaves"] if parents is None else tf.gather(state["leaves"], parents)
                 leaves += tf.cast(ids == self.hparams.leaf_id, tf.int32)
                 new_state["leaves"] = leaves
-                if words is not None:
-                    last = tf.shape(words)[1] - 1
-                    leaf_words = tf.gather(words, tf.minimum(leaves, last), batch_dims=1)
-                    leaf_words = leaf_words[:, tf.newaxis]
+                leaf_words = None if words is None else _leaf_words(words, leaves)
                 leaves = leaves[:, tf.newaxis]
             x = self._embed(
                 self.target_embedding, ids[:, tf.newaxis], 1, index, False, leaves, leaf_words
@@ -386,6 +364,20 @@ class Transformer(keras.Model):
             return self._logits(x)[:, 0, :], new_state
 
         return state, step
+
+    def _empty_decoding_state(
+        self, batch: tf.Tensor | int, cache_length: int, beam_size: int
+    ) -> DecodingState:
+        """The state before the first step: empty self-attention caches, every
+        position of every beam its own row's, and no leaves written yet."""
+        state: DecodingState = {
+            f"layer_{i}": layer.empty_cache(batch, cache_length, beam_size)
+            for i, layer in enumerate(self.decoder_layers)
+        }
+        state["ancestors"] = tf.zeros([batch, beam_size, cache_length], tf.int32)
+        if self.word_starts is not None:  # Each row's leaves before its input token.
+            state["leaves"] = tf.zeros([batch * beam_size], tf.int32)
+        return state
 
     # Shared pieces.
 
@@ -464,3 +456,26 @@ class Transformer(keras.Model):
         # use_xla is how this process runs the model, not part of it: not saved. A
         # config saved with it (before) still loads, taking it as the argument it is.
         return {**super().get_config(), "hparams": self.hparams.values()}
+
+
+def _follow_parents(
+    ancestors: tf.Tensor,
+    parents: tf.Tensor | None,
+    index: tf.Tensor,
+    own_row: tf.Tensor,
+    cache_length: int,
+) -> tf.Tensor:
+    """The [B, K, L] ancestors table of the step at index: each beam takes the row
+    of its parent (parents [B * K]; None: its own), and its own row (own_row
+    [1, K, 1]) writes position index."""
+    if parents is not None:
+        flat = tf.reshape(ancestors, [-1, cache_length])
+        ancestors = tf.reshape(tf.gather(flat, parents), tf.shape(ancestors))
+    return tf.where(tf.range(cache_length) == index, own_row, ancestors)
+
+
+def _leaf_words(words: tf.Tensor, leaves: tf.Tensor) -> tf.Tensor:
+    """[B * K, S, D] word encodings, [B * K] leaves written -> [B * K, 1, D]: the
+    encoding of the word each row writes next (the last row of words past the end)."""
+    last = tf.shape(words)[1] - 1
+    return tf.gather(words, tf.minimum(leaves, last), batch_dims=1)[:, tf.newaxis]

@@ -113,13 +113,7 @@ def train(
         if chief:
             _write_run(output_dir, run, hparams, encoders)
             evaluator = _evaluator(step, problem, hparams, data_dir, strategy, config)
-        guard = make_guard(
-            strategy,
-            termination,
-            lambda at: _save(saver, termination, at),
-            lambda: _global_step(step.optimizer),
-            output_dir,
-        )
+        guard = _guard(strategy, termination, saver, step)
         result = _loop(problem, hparams, data_dir, strategy, config, step, saver, evaluator, guard)
         with termination.busy():
             return _averaged(result, output_dir, config, chief)
@@ -143,6 +137,23 @@ def _checked(
         hparams = dataclasses.replace(hparams, leaf_id=tree.leaf_id)
     run_files.check_vocabularies(output_dir, _vocab_paths(encoders), hparams)
     return hparams, encoders, tree
+
+
+def _guard(
+    strategy: tf.distribute.Strategy,
+    termination: Termination,
+    saver: CheckpointSaver,
+    step: TrainStep,
+) -> Guard:
+    """The preemption guard of the loop: it saves with `saver` and reads the step
+    the optimizer is at."""
+    return make_guard(
+        strategy,
+        termination,
+        lambda at: _save(saver, termination, at),
+        lambda: _global_step(step.optimizer),
+        saver.output_dir,
+    )
 
 
 def _saver(
