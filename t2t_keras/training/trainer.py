@@ -22,6 +22,7 @@ from t2t_keras.run import run_files
 from t2t_keras.run.weights import build_model, make_checkpoint
 from t2t_keras.search.settings import DecodeHParams
 from t2t_keras.termination import EvaluationInterrupted, Termination
+from t2t_keras.training import problem_data
 from t2t_keras.training.averaging import average_checkpoints
 from t2t_keras.training.checkpoints import CheckpointSaver
 from t2t_keras.training.config import TrainConfig
@@ -130,9 +131,9 @@ def _checked(
     """The hparams to train (vocabulary sizes and leaf id filled in), the problem's
     vocabularies and tree tokens, once data and output_dir are found fit to train."""
     run_files.check_resumable(output_dir, run, hparams)
-    encoders = _check_data(problem, data_dir, config.skip_corrupt_records)
-    hparams = _with_vocab_size(hparams, encoders, run_files.trained_hparams(output_dir))
-    tree = _leaf_tokens(hparams, problem, encoders)
+    encoders = problem_data.checked_vocabularies(problem, data_dir, config.skip_corrupt_records)
+    hparams = problem_data.with_vocab_size(hparams, encoders, run_files.trained_hparams(output_dir))
+    tree = problem_data.leaf_tokens(hparams, problem, encoders)
     if tree is not None and not hparams.leaf_id:
         hparams = dataclasses.replace(hparams, leaf_id=tree.leaf_id)
     run_files.check_vocabularies(output_dir, _vocab_paths(encoders), hparams)
@@ -402,88 +403,6 @@ def _train_batches(
             step,
         )
     return iter(strategy.distribute_datasets_from_function(dataset_fn))
-
-
-def _check_data(problem: Problem, data_dir: str, skip_corrupt: bool) -> dict[str, Vocabulary]:
-    """The problem's vocabularies; clear errors when its data is missing.
-
-    With skip_corrupt, the shards are read through once first, to report what
-    their damaged records lose.
-    """
-    if not data_dir or not tf.io.gfile.isdir(data_dir):
-        raise UserError(
-            f"data_dir {data_dir!r} does not exist; generate the data with `t2t-datagen "
-            f"--problem={problem.data_name} --data_dir=DATA_DIR --tmp_dir=TMP_DIR` "
-            "(or add --generate_data to t2t-trainer)."
-        )
-    for split in ("train", "dev"):
-        files = problem.data_files(data_dir, split)
-        if skip_corrupt:
-            damage.report_losses(files, f"{problem.name} {split}")
-    return problem.feature_encoders(data_dir)
-
-
-def _with_vocab_size(
-    hparams: TransformerHParams, encoders: dict[str, Vocabulary], trained: dict[str, Any]
-) -> TransformerHParams:
-    """Fills the vocabulary sizes left at 0 from the problem's; refuses sizes too small.
-
-    Args:
-      hparams: as given; vocab_size and target_vocab_size 0 take the problem's.
-      encoders: the problem's {"inputs", "targets"} vocabularies.
-      trained: hparams.json of the checkpoints being resumed; {} for a fresh run.
-    """
-    sources, targets = encoders["inputs"].vocab_size, encoders["targets"].vocab_size
-    if hparams.vocab_size == 0:
-        vocab_size, target_vocab_size = _problem_sizes(hparams, sources, targets, trained)
-        hparams = dataclasses.replace(
-            hparams, vocab_size=vocab_size, target_vocab_size=target_vocab_size
-        )
-    # target_vocab_size 0 gives the targets vocab_size: name the field that set the size.
-    target_field = "target_vocab_size" if hparams.target_vocab_size else "vocab_size"
-    for name, model_size, side, size in (
-        ("vocab_size", hparams.vocab_size, "inputs", sources),
-        (target_field, hparams.targets_vocab_size(), "targets", targets),
-    ):
-        if model_size < size:
-            raise UserError(
-                f"hparams {name}={model_size} is smaller than the problem's {side} "
-                f"vocabulary of {size} ids; leave vocab_size and target_vocab_size at 0 "
-                "to take the problem's."
-            )
-    return hparams
-
-
-def _problem_sizes(
-    hparams: TransformerHParams, sources: int, targets: int, trained: dict[str, Any]
-) -> tuple[int, int]:
-    """(vocab_size, target_vocab_size) for hparams that leave vocab_size at 0."""
-    larger = max(sources, targets)
-    if hparams.shared_embeddings:  # One matrix: the larger vocabulary.
-        return larger, 0
-    if hparams.target_vocab_size:
-        return sources, hparams.target_vocab_size
-    if "target_vocab_size" not in trained and trained.get("vocab_size") == larger:
-        # Checkpoints from before target_vocab_size padded the targets to the larger
-        # vocabulary: resuming them keeps that shape.
-        return larger, 0
-    return sources, 0 if targets == sources else targets
-
-
-def _leaf_tokens(
-    hparams: TransformerHParams, problem: Problem, encoders: dict[str, Vocabulary]
-) -> TreeTokens | None:
-    """A parsing problem's leaf id and word starts, if leaf_positions or leaf_words ask."""
-    if not hparams.reads_leaves():
-        return None
-    tokens = problem.tree_constraint(encoders)
-    if tokens is None:
-        raise UserError(
-            f"leaf_positions=true and leaf_words=true tell the decoder the next word of a "
-            f"parse tree, but problem {problem.name!r} writes no trees (its target vocabulary "
-            "has no leaf XX and brackets); train it with both false."
-        )
-    return tokens
 
 
 def _full_xla(config: TrainConfig, strategy: tf.distribute.Strategy) -> bool:

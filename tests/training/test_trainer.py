@@ -23,7 +23,8 @@ from t2t_keras.serving.translator import Translator
 from t2t_keras.training import make_strategy
 from t2t_keras.training.config import TrainConfig
 from t2t_keras.training.evaluation import Evaluator
-from t2t_keras.training.trainer import _with_vocab_size, train
+from t2t_keras.training.problem_data import with_vocab_size
+from t2t_keras.training.trainer import train
 
 # What transformer_tiny reaches on translate_number_words_en_de in STEPS steps
 # (batch 2048 tokens, seed 1; the session's trained_dir): measured 0.957
@@ -145,7 +146,7 @@ def test_missing_data_names_the_command(tmp_path: Path) -> None:
 
 
 class _Sized:
-    """A vocabulary as _with_vocab_size sees it: its number of ids."""
+    """A vocabulary as with_vocab_size sees it: its number of ids."""
 
     def __init__(self, vocab_size: int) -> None:
         self.vocab_size = vocab_size
@@ -153,7 +154,7 @@ class _Sized:
 
 def _sizes(hparams: TransformerHParams, inputs: int, targets: int, trained=None) -> tuple:
     encoders = {"inputs": _Sized(inputs), "targets": _Sized(targets)}
-    filled = _with_vocab_size(hparams, encoders, trained or {})  # type: ignore[arg-type]
+    filled = with_vocab_size(hparams, encoders, trained or {})  # type: ignore[arg-type]
     return filled.vocab_size, filled.target_vocab_size
 
 
