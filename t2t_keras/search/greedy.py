@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, NamedTuple
 
 import tensorflow as tf
@@ -54,42 +55,63 @@ def greedy_search(
       (ids [B, 1, L] int32 with EOS then PAD, scores [B, 1] float32).
     """
 
-    def advance(now: GreedyState) -> GreedyState:
-        logits, model_state = step(
-            now.model_state, now.index, previous_tokens(now.ids, now.index), None
-        )
-        log_probs = masked_log_probs(
-            logits[:, tf.newaxis], now.index, max_lengths, min_lengths, constraint, now.tree
-        )[:, 0]
-        tokens = tf.where(now.finished, PAD_ID, tf.argmax(log_probs, axis=-1, output_type=tf.int32))
-        chosen = tf.gather(log_probs, tokens, batch_dims=1)
-        return GreedyState(
-            index=now.index + 1,
-            ids=now.ids
-            + tf.one_hot(now.index, decode_length, dtype=tf.int32) * tokens[:, tf.newaxis],
-            log_probs=now.log_probs + tf.where(now.finished, 0.0, chosen),
-            finished=now.finished | (tokens == EOS_ID),
-            model_state=model_state,
-            tree=(
-                constraint.advance(now.tree, tokens[:, tf.newaxis])
-                if constraint is not None
-                else now.tree
-            ),
-        )
-
-    def keep_going(now: GreedyState) -> tf.Tensor:
-        return tf.logical_and(now.index < decode_length, ~tf.reduce_all(now.finished))
-
-    batch = batch_size(max_lengths)
-    start = GreedyState(
-        index=tf.constant(0),
-        ids=tf.zeros([batch, decode_length], tf.int32),
-        log_probs=tf.zeros([batch]),
-        finished=tf.zeros([batch], tf.bool),
-        model_state=state,
-        tree=constraint.start(1) if constraint is not None else (),
+    search = _GreedySearch(step, decode_length, max_lengths, min_lengths, constraint)
+    (final,) = tf.while_loop(
+        search.keep_going, lambda now: (search.advance(now),), (search.start(state),)
     )
-    (final,) = tf.while_loop(keep_going, lambda now: (advance(now),), (start,))
     lengths = tf.reduce_sum(tf.cast(final.ids != PAD_ID, tf.int32), axis=1)
     scores = final.log_probs / length_penalty(lengths, alpha, penalty)
     return final.ids[:, tf.newaxis], scores[:, tf.newaxis]
+
+
+@dataclasses.dataclass(frozen=True)
+class _GreedySearch:
+    """One greedy search's settings, and its loop: `start`, then `advance` while `keep_going`."""
+
+    step: StepFunction
+    decode_length: int
+    max_lengths: tf.Tensor
+    min_lengths: tf.Tensor | None
+    constraint: TreeConstraint | None
+
+    def start(self, model_state: Any) -> GreedyState:
+        batch = batch_size(self.max_lengths)
+        return GreedyState(
+            index=tf.constant(0),
+            ids=tf.zeros([batch, self.decode_length], tf.int32),
+            log_probs=tf.zeros([batch]),
+            finished=tf.zeros([batch], tf.bool),
+            model_state=model_state,
+            tree=self.constraint.start(1) if self.constraint is not None else (),
+        )
+
+    def keep_going(self, now: GreedyState) -> tf.Tensor:
+        return tf.logical_and(now.index < self.decode_length, ~tf.reduce_all(now.finished))
+
+    def advance(self, now: GreedyState) -> GreedyState:
+        """One position: each unfinished sentence takes its most probable allowed token."""
+        previous = previous_tokens(now.ids, now.index)
+        logits, model_state = self.step(now.model_state, now.index, previous, None)
+        log_probs = masked_log_probs(
+            logits[:, tf.newaxis],
+            now.index,
+            self.max_lengths,
+            self.min_lengths,
+            self.constraint,
+            now.tree,
+        )[:, 0]
+        best = tf.argmax(log_probs, axis=-1, output_type=tf.int32)
+        tokens = tf.where(now.finished, PAD_ID, best)
+        chosen = tf.gather(log_probs, tokens, batch_dims=1)
+        position = tf.one_hot(now.index, self.decode_length, dtype=tf.int32)
+        tree = now.tree
+        if self.constraint is not None:
+            tree = self.constraint.advance(tree, tokens[:, tf.newaxis])
+        return GreedyState(
+            index=now.index + 1,
+            ids=now.ids + position * tokens[:, tf.newaxis],
+            log_probs=now.log_probs + tf.where(now.finished, 0.0, chosen),
+            finished=now.finished | (tokens == EOS_ID),
+            model_state=model_state,
+            tree=tree,
+        )
