@@ -151,19 +151,6 @@ def print_hparams_help() -> None:
 def generate_data(problem: Problem) -> None:
     """Writes the problem's vocabulary and shards into --data_dir (what is missing only)."""
     data_dir = required("data_dir", "the directory to write the vocabulary and shards to")
-    _use_source(problem)
-    problem.generate_data(os.path.expanduser(data_dir), os.path.expanduser(FLAGS.tmp_dir))
-
-
-def _use_source(problem: Problem) -> None:
-    """Gives --data_source and --tfds_data_dir to a problem with several sources."""
-    from t2t_keras.data.translate_problem import AUTO, TranslateProblem
-
     tfds_data_dir = FLAGS.tfds_data_dir and os.path.expanduser(FLAGS.tfds_data_dir)
-    if isinstance(problem, TranslateProblem):
-        problem.use_source(FLAGS.data_source, tfds_data_dir)
-    elif FLAGS.data_source != AUTO or tfds_data_dir:
-        fail(
-            f"--data_source and --tfds_data_dir choose among the sources of a translation "
-            f"problem that has several (the WMT ones); problem {problem.name!r} reads one."
-        )
+    problem.use_source(FLAGS.data_source, tfds_data_dir)
+    problem.generate_data(os.path.expanduser(data_dir), os.path.expanduser(FLAGS.tmp_dir))

@@ -16,6 +16,7 @@ from t2t_keras.data.tree_tokens import TreeTokens
 from t2t_keras.data.vocab import Vocabulary
 from t2t_keras.errors import UserError
 from t2t_keras.files import read_text_lines
+from t2t_keras.modes import DATA_SOURCE_AUTO
 
 
 class Problem:
@@ -63,6 +64,15 @@ class Problem:
     def generate_data(self, data_dir: str, tmp_dir: str) -> None:
         """Writes the vocabularies and every split's shards into data_dir."""
         raise NotImplementedError(f"{type(self).__name__} does not generate data.")
+
+    def use_source(self, data_source: str, tfds_data_dir: str | None = None) -> None:
+        """Where to generate from (--data_source, --tfds_data_dir): a problem of one
+        source takes only "auto" and no TFDS directory (`TranslateProblem` has several)."""
+        if data_source != DATA_SOURCE_AUTO or tfds_data_dir:
+            raise UserError(
+                "--data_source and --tfds_data_dir choose among the sources of a translation "
+                f"problem that has several (the WMT ones); problem {self.name!r} reads one."
+            )
 
     def feature_encoders(self, data_dir: str) -> dict[str, Vocabulary]:
         """{"inputs": vocabulary, "targets": vocabulary}, as seen by this direction."""
