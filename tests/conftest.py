@@ -72,28 +72,6 @@ def make_package(tmp_path: Path, clean_registry: None) -> Iterator[Callable[...,
 
 NUMBER_WORDS = "translate_number_words_en_de"
 TRAINED_STEPS = 200
-# The session fixtures that train a model once for the whole run (built_once).
-TRAINED_ONCE = frozenset({"trained_dir", "pre_norm_trained_dir"})
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Orders the modules that need a model trained once after about half of the others.
-
-    pytest-xdist hands each worker a contiguous half of this order: the second
-    worker then starts by training the model while the first runs modules that
-    need none, instead of both starting on it, one training and one waiting.
-    """
-    modules: dict[Path, list[pytest.Item]] = {}
-    for item in items:
-        modules.setdefault(item.path, []).append(item)
-    needing, others = [], []
-    for tests in modules.values():
-        uses = any(TRAINED_ONCE & set(getattr(test, "fixturenames", ())) for test in tests)
-        (needing if uses else others).append(tests)
-    first: list[pytest.Item] = []
-    while others and len(first) + len(others[0]) <= len(items) // 2:
-        first += others.pop(0)
-    items[:] = first + list(itertools.chain(*needing, *others))
 
 
 @contextlib.contextmanager
