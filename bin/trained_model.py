@@ -60,7 +60,7 @@ def define_flags(data_dir_help: str) -> None:
 
 
 def decode_settings() -> DecodeHParams:
-    """--decode_hparams, parsed; unset search settings are filled in by `load`'s caller."""
+    """--decode_hparams, parsed; the caller resolves it once (`DecodeHParams.resolve`)."""
     from t2t_keras.search.settings import DecodeHParams
 
     return DecodeHParams().override(FLAGS.decode_hparams)

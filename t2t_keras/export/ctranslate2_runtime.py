@@ -62,7 +62,7 @@ class CTranslate2Translator(SentenceTranslator):
     Args:
       model_dir: the directory t2t-exporter --export_format=ctranslate2 wrote.
       settings: the search and batching settings, resolved against the
-        export's defaults (`DecodeHParams.resolve(search_defaults(model_dir))`).
+        export's defaults: `resolve(search_defaults(read_info(model_dir)))`.
       threads: CPU threads of one translation (CTranslate2's intra_threads;
         0 lets it choose).
       compute_type: the type CTranslate2 computes in (COMPUTE_TYPES); "default"
