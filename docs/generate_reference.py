@@ -190,30 +190,19 @@ def hparams_page() -> str:
 
 
 def _fields_table(cls: type[HParams]) -> list[str]:
-    comments = cls.field_help()
     rows = ["| field | type | default | meaning |", "| --- | --- | --- | --- |"]
-    for name, (value, kind) in _described(cls()).items():
-        cells = [f"`{name}`", kind, f"`{value}`", comments[name]]
+    for name, value, kind, comment in cls().fields():
+        cells = [f"`{name}`", kind, f"`{value}`", comment]
         rows.append("| " + " | ".join(_cell(cell) for cell in cells) + " |")
     return rows
 
 
-def _described(hparams: HParams) -> dict[str, tuple[str, str]]:
-    """Each field's value, written as `--hparams` takes it, and its type, from `describe()`."""
-    comments = type(hparams).field_help()
-    described = {}
-    for line in hparams.describe().splitlines():  # "  name = value (type): comment"
-        name, rest = line.strip().split(" = ", 1)
-        value, kind = rest.removesuffix(f": {comments[name]}").rstrip(": ").rsplit(" (", 1)
-        described[name] = (value, kind.removesuffix(")"))
-    return described
-
-
 def _changes(hparams: HParams) -> str:
     """The fields that differ from the class's defaults, as an --hparams text."""
-    defaults = _described(type(hparams)())
-    described = _described(hparams).items()
-    changed = [f"{name}={value}" for name, (value, _) in described if value != defaults[name][0]]
+    defaults = {name: value for name, value, _, _ in type(hparams)().fields()}
+    changed = [
+        f"{name}={value}" for name, value, _, _ in hparams.fields() if value != defaults[name]
+    ]
     return f"`{_cell(','.join(changed))}`" if changed else "none"
 
 

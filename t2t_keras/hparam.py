@@ -144,15 +144,20 @@ class HParams:
         """One line per field: name, type, default and meaning."""
         return cls().describe()
 
+    def fields(self) -> list[tuple[str, str, str, str]]:
+        """(name, value as an override writes it, type, comment) of each field, in order."""
+        comments = _field_comments(type(self))
+        return [
+            (name, _format_value(getattr(self, name)), _type_name(annotation), comments[name])
+            for name, annotation in _field_types(type(self)).items()
+        ]
+
     def describe(self) -> str:
         """One line per field: name, this instance's value, type and meaning."""
-        comments = _field_comments(type(self))
-        lines = []
-        for name, annotation in _field_types(type(self)).items():
-            value = _format_value(getattr(self, name))
-            kind = _type_name(annotation)
-            lines.append(f"  {name} = {value} ({kind}): {comments[name]}")
-        return "\n".join(lines)
+        return "\n".join(
+            f"  {name} = {value} ({kind}): {comment}"
+            for name, value, kind, comment in self.fields()
+        )
 
 
 # Field types and comments, read once per class.
