@@ -7,8 +7,11 @@ imports TensorFlow: `--help` and flag errors answer at once.
 
 from __future__ import annotations
 
+import importlib
 import os
+import sys
 import tempfile
+import types
 from typing import TYPE_CHECKING
 
 from absl import flags
@@ -154,3 +157,33 @@ def generate_data(problem: Problem) -> None:
     tfds_data_dir = FLAGS.tfds_data_dir and os.path.expanduser(FLAGS.tfds_data_dir)
     problem.use_source(FLAGS.data_source, tfds_data_dir)
     problem.generate_data(os.path.expanduser(data_dir), os.path.expanduser(FLAGS.tmp_dir))
+
+
+def binary_flag_names() -> set[str]:
+    """The names of the flags the modules of t2t_keras.bin have defined in this process."""
+    by_module = FLAGS.flags_by_module_dict()
+    return {
+        flag.name
+        for module, defined in by_module.items()
+        if module.startswith(f"{__package__}.")
+        for flag in defined
+    }
+
+
+def forget_binaries() -> None:
+    """Removes the t2t-* modules and their flags, so that importing one defines them anew.
+
+    absl holds every flag of a process in one FlagValues, and the commands
+    define flags of the same names: tests and the reference generator, which
+    load several commands in one process, load each alone (`load_binary`).
+    """
+    for name in binary_flag_names() & set(FLAGS):
+        delattr(FLAGS, name)
+    for name in [name for name in sys.modules if name.startswith(f"{__package__}.t2t_")]:
+        del sys.modules[name]
+
+
+def load_binary(command: str) -> types.ModuleType:
+    """The module of a t2t-* command (e.g. "t2t-decoder"), imported anew with only its flags."""
+    forget_binaries()
+    return importlib.import_module(f"{__package__}.{command.replace('-', '_')}")

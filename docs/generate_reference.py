@@ -14,8 +14,6 @@ differs from them.
 
 from __future__ import annotations
 
-import importlib
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -23,13 +21,13 @@ from typing import Any
 from absl import flags
 
 from t2t_keras import catalog, registry
+from t2t_keras.bin import flag_groups
 from t2t_keras.hparam import HParams
 from t2t_keras.models.transformer_hparams import TransformerHParams
 from t2t_keras.search.settings import DecodeHParams
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "docs" / "reference"
-BIN_PACKAGE = "t2t_keras.bin"
 # Every HParams class of the library; tests/test_docs.py checks none is missing.
 HPARAMS_CLASSES: tuple[type[HParams], ...] = (TransformerHParams, DecodeHParams)
 _GENERATED = (
@@ -79,37 +77,12 @@ def flags_page() -> str:
 
 
 def binary_flags(command: str) -> tuple[Any, list[flags.Flag]]:
-    """The command's module and its flags, in the order it defines them.
-
-    absl keeps every flag of a process in one FlagValues and the commands define
-    flags of the same names, so each module is imported alone, its flags (those
-    of t2t_keras.bin's modules, what its --help shows) read, then forgotten.
-    """
-    _forget_binaries()
-    module = importlib.import_module(f"{BIN_PACKAGE}.{command.replace('-', '_')}")
-    ours = _binaries_flag_names()
+    """The command's module and its flags (those its --help shows), in the order it defines them."""
+    module = flag_groups.load_binary(command)
+    ours = flag_groups.binary_flag_names()
     defined = [flags.FLAGS[name] for name in flags.FLAGS if name in ours]
-    _forget_binaries()
+    flag_groups.forget_binaries()
     return module, defined
-
-
-def _binaries_flag_names() -> set[str]:
-    """The names of the flags that t2t_keras.bin's modules define."""
-    by_module = flags.FLAGS.flags_by_module_dict()
-    return {
-        flag.name
-        for module, defined in by_module.items()
-        if module.startswith(f"{BIN_PACKAGE}.")
-        for flag in defined
-    }
-
-
-def _forget_binaries() -> None:
-    """Removes the binaries' flags and modules, so that the next import defines them anew."""
-    for name in _binaries_flag_names() & set(flags.FLAGS):
-        delattr(flags.FLAGS, name)
-    for name in [name for name in sys.modules if name.startswith(f"{BIN_PACKAGE}.t2t_")]:
-        del sys.modules[name]
 
 
 def _flag_row(flag: flags.Flag) -> str:

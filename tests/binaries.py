@@ -12,7 +12,6 @@ Importable from every test module: pyproject.toml puts tests/ on the path.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import io
 import subprocess
 import sys
@@ -23,7 +22,7 @@ from pathlib import Path
 from absl import flags
 from absl import logging as absl_logging
 
-_BIN = "t2t_keras.bin"
+from t2t_keras.bin import flag_groups
 
 
 def script(binary: str) -> Path:
@@ -74,18 +73,10 @@ def _fresh_binary(binary: str) -> types.ModuleType:
     absl holds every flag in one process-wide FlagValues, and the binaries
     define flags of the same names, so the previous binary's flags go first.
     """
-    flag_values = flags.FLAGS
-    defined = flag_values.flags_by_module_dict()
-    names = {
-        flag.name for module in defined if module.startswith(f"{_BIN}.") for flag in defined[module]
-    }
-    for name in names & set(flag_values):
-        delattr(flag_values, name)
-    for name in [name for name in sys.modules if name.startswith(f"{_BIN}.t2t_")]:
-        del sys.modules[name]
-    flag_values.unparse_flags()
-    flag_values.verbosity = absl_logging.INFO  # What absl's first app.run sets.
-    return importlib.import_module(f"{_BIN}.{binary.replace('-', '_')}")
+    module = flag_groups.load_binary(binary)
+    flags.FLAGS.unparse_flags()
+    flags.FLAGS.verbosity = absl_logging.INFO  # What absl's first app.run sets.
+    return module
 
 
 @contextlib.contextmanager
