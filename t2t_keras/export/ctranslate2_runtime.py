@@ -80,8 +80,7 @@ class CTranslate2Translator(SentenceTranslator):
         model_dir = os.path.expanduser(model_dir)
         self.info = read_info(model_dir)
         self.settings = settings
-        self.search = settings.search
-        _check_settings(self.search, compute_type)
+        _check_settings(settings.search, compute_type)
         self.vocabs = load_vocabs(model_dir, self.info["run"])
         self.max_length = int(self.info["max_length"])
         # The pieces ctranslate2_spec registered: each side as many as its embedding's rows.
@@ -121,10 +120,10 @@ class CTranslate2Translator(SentenceTranslator):
 
     def _limit(self, row: list[int]) -> int:
         """Most tokens before EOS for an input row (`search.decoder.decode_limits`)."""
-        return min(len(row) + self.search.extra_length, self.max_length - 1)
+        return min(len(row) + self.settings.search.extra_length, self.max_length - 1)
 
     def _decode_batch(self, rows: list[list[int]], chunk: list[int]) -> list[Translation]:
-        beam_size = self.search.beam_size
+        beam_size = self.settings.search.beam_size
         limit = self._limit(rows[chunk[0]])
         results = self.translator.translate_batch(
             [[self._source_pieces[token] for token in rows[i]] for i in chunk],
@@ -132,7 +131,7 @@ class CTranslate2Translator(SentenceTranslator):
             num_hypotheses=beam_size,  # Every finished one, ranked here by our penalty.
             length_penalty=_NEARLY_ZERO,
             max_decoding_length=limit,
-            min_decoding_length=min(self.search.min_length, limit),
+            min_decoding_length=min(self.settings.search.min_length, limit),
             max_input_length=0,  # Rows are cut to max_length already.
             return_scores=True,
             return_end_token=True,
@@ -150,7 +149,7 @@ class CTranslate2Translator(SentenceTranslator):
             log_prob = score * max(len(hypothesis), 1) ** _NEARLY_ZERO
             ranked.append((log_prob / self._penalty(len(ids)), ids))
         ranked.sort(key=lambda scored: -scored[0])
-        kept = ranked[: self.search.num_returned]
+        kept = ranked[: self.settings.search.num_returned]
         return Translation(
             texts=[self.vocabs["targets"].decode(ids) for _, ids in kept],
             scores=[score for score, _ in kept],
@@ -159,8 +158,8 @@ class CTranslate2Translator(SentenceTranslator):
 
     def _penalty(self, length: int) -> float:
         """Our length penalty of an output of `length` tokens, EOS included (`search.rules.length_penalty`)."""
-        alpha = self.search.alpha
-        if self.search.length_penalty == "gnmt":
+        alpha = self.settings.search.alpha
+        if self.settings.search.length_penalty == "gnmt":
             return ((5.0 + length) / 6.0) ** alpha
         return float(length) ** alpha
 

@@ -23,8 +23,7 @@ from t2t_keras.data.ids import EOS_ID
 from t2t_keras.errors import UserError
 from t2t_keras.models import TransformerHParams
 from t2t_keras.search import beam_search, decode_limits, greedy_search, length_penalty
-from t2t_keras.search.beam import STOPPING_RULES
-from t2t_keras.search.settings import DecodeHParams
+from t2t_keras.search.settings import STOPPING_RULES, DecodeHParams
 
 TINY = TransformerHParams(
     vocab_size=20,
