@@ -204,7 +204,9 @@ class MultiHeadAttention(keras.layers.Layer):
             "value": tf.einsum("bsd,dhv->bhsv", memory, self._read(self.value_kernel)),
         }
 
-    def empty_cache(self, batch_size: int | tf.Tensor, length: int, rows: int = 1) -> KeysValues:
+    def empty_cache(
+        self, batch_size: int | tf.Tensor, length: int | tf.Tensor, rows: int = 1
+    ) -> KeysValues:
         """Zeroed one-step cache, `rows` query rows per sentence: [B, H, G, L, K|V]."""
         dtype = self.compute_dtype
         shape = [batch_size, self.num_heads, rows, length]

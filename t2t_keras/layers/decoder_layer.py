@@ -93,7 +93,9 @@ class DecoderLayer(TransformerLayer):
         """Encoder-decoder keys and values of the encoder output [B, S, D], once per sentence."""
         return self.memory_attention.project_memory(memory)
 
-    def empty_cache(self, batch_size: int | tf.Tensor, length: int, rows: int = 1) -> KeysValues:
+    def empty_cache(
+        self, batch_size: int | tf.Tensor, length: int | tf.Tensor, rows: int = 1
+    ) -> KeysValues:
         """Zeroed self-attention slots for L = `length` positions of G = `rows`: [B, H, G, L, K|V]."""
         return self.self_attention.empty_cache(batch_size, length, rows)
 

@@ -39,7 +39,8 @@ def beam_step_bias(ancestors: tf.Tensor, index: tf.Tensor | int) -> tf.Tensor:
       [B, 1, G, G * L] float32: query row g may see slot c * L + l only where
       ancestors[b, g, l] == c and l <= index.
     """
-    rows, length = ancestors.shape[1], ancestors.shape[2]
+    rows = ancestors.shape[1]
+    length = tf.shape(ancestors)[2] if ancestors.shape[2] is None else ancestors.shape[2]
     owner = tf.equal(ancestors[:, :, tf.newaxis, :], tf.range(rows)[:, tf.newaxis])  # [B, G, G, L]
     allowed = tf.logical_and(owner, tf.range(length) <= index)
     bias = tf.where(allowed, 0.0, MASKED)

@@ -310,7 +310,7 @@ class Transformer(keras.Model):
     # Incremental decoding.
 
     def start_decoding(
-        self, inputs: tf.Tensor, cache_length: int, beam_size: int = 1
+        self, inputs: tf.Tensor, cache_length: int | tf.Tensor, beam_size: int = 1
     ) -> tuple[DecodingState, StepFunction]:
         """Encodes `inputs` [B, S] once and prepares one-position decoding steps.
 
@@ -366,7 +366,7 @@ class Transformer(keras.Model):
         return state, step
 
     def _empty_decoding_state(
-        self, batch: tf.Tensor | int, cache_length: int, beam_size: int
+        self, batch: tf.Tensor | int, cache_length: int | tf.Tensor, beam_size: int
     ) -> DecodingState:
         """The state before the first step: empty self-attention caches, every
         position of every beam its own row's, and no leaves written yet."""
@@ -463,7 +463,7 @@ def _follow_parents(
     parents: tf.Tensor | None,
     index: tf.Tensor,
     own_row: tf.Tensor,
-    cache_length: int,
+    cache_length: int | tf.Tensor,
 ) -> tf.Tensor:
     """The [B, K, L] ancestors table of the step at index: each beam takes the row
     of its parent (parents [B * K]; None: its own), and its own row (own_row

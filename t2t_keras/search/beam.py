@@ -68,7 +68,7 @@ def beam_search(
     step: StepFunction,
     state: Any,
     beam_size: int,
-    decode_length: int,
+    decode_length: int | tf.Tensor,
     max_lengths: tf.Tensor,
     alpha: float,
     num_returned: int | None = None,
@@ -83,7 +83,7 @@ def beam_search(
       step: the step function (B * K rows, sentence-major).
       state: its initial state.
       beam_size: K.
-      decode_length: L, static.
+      decode_length: L, static (or a tensor XLA knows as a constant).
       max_lengths: [B] int32, each below L.
       alpha: length penalty exponent.
       num_returned: N <= K, how many of the best hypotheses are returned;
@@ -116,7 +116,7 @@ class _BeamSearch:
 
     step: StepFunction
     beams: int
-    decode_length: int
+    decode_length: int | tf.Tensor
     max_lengths: tf.Tensor
     min_lengths: tf.Tensor | None
     alpha: float

@@ -122,26 +122,30 @@ class Decoder(tf.Module):
         )
 
 
-def decode_limits(inputs: tf.Tensor, extra_length: int, max_length: int) -> tuple[int, tf.Tensor]:
+def decode_limits(
+    inputs: tf.Tensor, extra_length: int, max_length: int
+) -> tuple[int | tf.Tensor, tf.Tensor]:
     """How long outputs may be.
 
     Args:
-      inputs: [B, S] ids, S static.
+      inputs: [B, S] ids.
       extra_length: sentence b may have its input length + extra_length tokens.
       max_length: the model's longest sequence.
 
     Returns:
-      (L, the static number of output positions, EOS included; max_lengths
-      [B], each sentence's most tokens before EOS, below L). At most
-      max_length - 1 tokens come before EOS, so learned position tables are
-      never read past their end; when S is unknown (a SavedModel signature),
-      L is max_length.
+      (L, the number of output positions, EOS included: S + extra_length + 1;
+      max_lengths [B], each sentence's most tokens before EOS, below L). At
+      most max_length - 1 tokens come before EOS, so learned position tables
+      are never read past their end. L is static when S is; when S is unknown
+      (a SavedModel's signature), L is a tensor that XLA, which compiles each
+      input shape, still knows as a constant.
     """
     most_tokens = max_length - 1
-    if inputs.shape[1] is not None:
-        most_tokens = min(inputs.shape[1] + extra_length, most_tokens)
     lengths = tf.reduce_sum(tf.cast(inputs != PAD_ID, tf.int32), axis=1)
-    return most_tokens + 1, tf.minimum(lengths + extra_length, most_tokens)
+    max_lengths = tf.minimum(lengths + extra_length, most_tokens)
+    if inputs.shape[1] is None:
+        return tf.minimum(tf.shape(inputs)[1] + extra_length, most_tokens) + 1, max_lengths
+    return min(inputs.shape[1] + extra_length, most_tokens) + 1, max_lengths
 
 
 def minimum_lengths(inputs: tf.Tensor, min_length: int, max_lengths: tf.Tensor) -> tf.Tensor:

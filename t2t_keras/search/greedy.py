@@ -32,7 +32,7 @@ class GreedyState(NamedTuple):
 def greedy_search(
     step: StepFunction,
     state: Any,
-    decode_length: int,
+    decode_length: int | tf.Tensor,
     max_lengths: tf.Tensor,
     alpha: float,
     min_lengths: tf.Tensor | None = None,
@@ -44,7 +44,7 @@ def greedy_search(
     Args:
       step: the step function (B rows).
       state: its initial state.
-      decode_length: L, static.
+      decode_length: L, static (or a tensor XLA knows as a constant).
       max_lengths: [B] int32, each below L.
       alpha: length penalty exponent of the returned scores.
       min_lengths: [B] int32, each at most max_lengths; None = no minimum.
@@ -69,7 +69,7 @@ class _GreedySearch:
     """One greedy search's settings, and its loop: `start`, then `advance` while `keep_going`."""
 
     step: StepFunction
-    decode_length: int
+    decode_length: int | tf.Tensor
     max_lengths: tf.Tensor
     min_lengths: tf.Tensor | None
     constraint: TreeConstraint | None

@@ -253,13 +253,14 @@ def test_no_warning_when_only_padding_is_cut(model, caplog) -> None:
 
 @pytest.mark.parametrize("beam_size", [1, 3])
 def test_a_signature_of_unknown_shape_decodes_the_same(model, beam_size: int) -> None:
-    """What a SavedModel serving signature needs: [None, None] inputs."""
-    decoder = make_decoder(model, beam_size, extra_length=50, jit_compile=False)
+    """What a SavedModel serving signature needs: [None, None] inputs, whose output
+    positions (the decoding cache) still follow the batch's width, not max_length."""
+    decoder = make_decoder(model, beam_size, extra_length=3, jit_compile=False)
     signature = [tf.TensorSpec([None, None], tf.int32)]
     traced = tf.function(decoder._search_ids, input_signature=signature, jit_compile=True)
     ids, scores = traced(INPUTS)
     expected_ids, expected_scores = decoder(INPUTS)
-    assert ids.shape[-1] == TINY.max_length  # L is max_length when S is unknown.
+    assert ids.shape[-1] == INPUTS.shape[1] + 3 + 1 < TINY.max_length
     for sentence in range(INPUTS.shape[0]):
         assert strip(ids[sentence, 0].numpy()) == strip(expected_ids[sentence, 0].numpy())
     np.testing.assert_allclose(scores, expected_scores, rtol=1e-5)
