@@ -40,6 +40,7 @@ from t2t_keras.files import remove_abandoned, temporary_path_for
 from t2t_keras.run.loading import TrainedModel
 from t2t_keras.search.decoder import Decoder
 from t2t_keras.search.settings import SearchSettings
+from t2t_keras.search.shapes import search_padded
 from t2t_keras.serving.translator import encode_texts
 from t2t_keras.serving.tree_strings import model_inputs, output_trees
 
@@ -139,7 +140,7 @@ def _translate_function(
     parses = decoder.tree_tokens is not None
 
     def searched(inputs: tf.Tensor, ids: tf.Tensor) -> dict[str, tf.Tensor]:
-        output_ids, scores = search(ids)  # [B, N, L], [B, N]
+        output_ids, scores = search_padded(search, ids, decoder.max_length)  # [B, N, L], [B, N]
         if decoder.settings.num_returned == 1:
             outputs, scores = targets_vocab.tf_decode(output_ids[:, 0]), scores[:, 0]
         else:

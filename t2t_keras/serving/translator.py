@@ -3,7 +3,7 @@
 `SentenceTranslator` does what every runtime shares; `Translator` searches
 with our Transformer (`export.ctranslate2_runtime.CTranslate2Translator` with a
 CTranslate2 export). Sentences are sorted by length so that each batch holds similar lengths,
-padded to a few bucket widths so that the compiled search is reused, and the
+padded to a few shapes so that the compiled search is reused (`search.shapes`), and the
 outputs come back in input order: exactly one per input. An input with
 nothing for the model to read gets an empty output without being decoded:
 an empty or whitespace-only one, or one the vocabulary reads as no tokens
@@ -31,6 +31,7 @@ from t2t_keras.data.vocab import Vocabulary
 from t2t_keras.models.transformer import Transformer
 from t2t_keras.search.decoder import Decoder
 from t2t_keras.search.settings import DecodeSettings
+from t2t_keras.search.shapes import search_padded
 
 PROGRESS_EVERY_SECONDS = 10.0
 
@@ -177,11 +178,11 @@ class Translator(SentenceTranslator):
         self.decoder = Decoder(model, settings.search, tree_tokens, jit_compile)
 
     def _decode_batch(self, rows: list[list[int]], chunk: list[int]) -> list[Translation]:
-        width = bucket_width(max(len(rows[i]) for i in chunk), self.max_length)
-        batch = np.full([len(chunk), width], PAD_ID, np.int32)
+        batch = np.full([len(chunk), max(len(rows[i]) for i in chunk)], PAD_ID, np.int32)
         for position, index in enumerate(chunk):
             batch[position, : len(rows[index])] = rows[index]
-        ids, scores = self.decoder(batch)
+        # Rows were cut to max_length by encode: the compiled search takes them as they are.
+        ids, scores = search_padded(self.decoder.search, tf.constant(batch), self.max_length)
         translations = []
         for hypotheses, hypothesis_scores in zip(ids.numpy(), scores.numpy(), strict=True):
             kept = [(h, s) for h, s in zip(hypotheses, hypothesis_scores, strict=True) if s > -1e30]
@@ -214,16 +215,6 @@ def encode_texts(
     cut = tokens.row_lengths() > max_length - 1
     eos = tf.RaggedTensor.from_tensor(tf.fill([tokens.nrows(), 1], tf.constant(EOS_ID, tf.int32)))
     return tf.concat([tf.cast(tokens[:, : max_length - 1], tf.int32), eos], axis=1), cut
-
-
-def bucket_width(length: int, max_length: int) -> int:
-    """The padded width of a batch whose longest row has `length` ids.
-
-    Multiples of 8 up to 64, of 16 up to 128, then of 32: few distinct shapes,
-    so few compilations, at most a few PAD columns of extra work.
-    """
-    step = 8 if length <= 64 else 16 if length <= 128 else 32
-    return min(-(-length // step) * step, max(max_length, length))
 
 
 def _through_eos(ids: np.ndarray) -> list[int]:

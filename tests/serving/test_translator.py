@@ -13,7 +13,8 @@ from t2t_keras.errors import UserError
 from t2t_keras.problems.number_words import english, german
 from t2t_keras.run.loading import TrainedModel, load_trained
 from t2t_keras.search.settings import DecodeHParams
-from t2t_keras.serving.translator import Translation, Translator, bucket_width
+from t2t_keras.search.shapes import bucket_rows, bucket_width
+from t2t_keras.serving.translator import Translation, Translator
 
 NUMBERS = [42, 7, 312_005, 999, 18, 61_000, 5, 230]
 
@@ -103,13 +104,6 @@ def test_output_line_is_one_line_whatever_the_text() -> None:
     )
 
 
-@pytest.mark.parametrize(
-    ("length", "width"), [(1, 8), (8, 8), (9, 16), (64, 64), (65, 80), (129, 160), (250, 256)]
-)
-def test_bucket_widths(length: int, width: int) -> None:
-    assert bucket_width(length, 256) == width
-
-
 def test_the_compiled_search_is_reused_across_batches(trained: TrainedModel) -> None:
     sources = [english(n) for n in [*NUMBERS, 1, 2_000_000, 77]]
     translator = Translator(
@@ -120,7 +114,7 @@ def test_the_compiled_search_is_reused_across_batches(trained: TrainedModel) -> 
     rows, _ = translator.encode(sources)
     lengths = sorted((len(row) for row in rows), reverse=True)
     shapes = {
-        (len(batch), bucket_width(max(batch), trained.hparams.max_length))
+        (bucket_rows(len(batch)), bucket_width(max(batch), trained.hparams.max_length, len(batch)))
         for batch in (lengths[i : i + 2] for i in range(0, len(lengths), 2))
     }
     translator.translate(sources)
