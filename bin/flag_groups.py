@@ -103,6 +103,28 @@ def define_xla_flag(default: str) -> None:
     flags.DEFINE_enum("xla", default, modes.XLA_MODES, modes.XLA_HELP)
 
 
+def define_xla_cache_flag() -> None:
+    """--xla_cache_dir: where compiled searches are kept between runs."""
+    flags.DEFINE_string(
+        "xla_cache_dir",
+        None,
+        "Where XLA's compiled searches are kept between runs (TensorFlow's persistent "
+        "compilation cache), so a later run of the same model and settings skips compiling; "
+        "default $XDG_CACHE_HOME/t2t_keras/xla or ~/.cache/t2t_keras/xla; empty: keep none. "
+        "A cache directory set in TF_XLA_FLAGS wins.",
+    )
+
+
+def keep_compilations() -> None:
+    """Applies --xla_cache_dir: `program.run(before_devices=keep_compilations)`."""
+    from t2t_keras.search import compilation_cache
+
+    directory = FLAGS.xla_cache_dir
+    if directory is None:
+        directory = compilation_cache.default_directory()
+    compilation_cache.keep_compilations(directory)
+
+
 def xla() -> modes.Xla:
     """--xla, and what it compiles."""
     return modes.Xla(FLAGS.xla)

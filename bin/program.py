@@ -26,13 +26,20 @@ _HELP_FLAGS = {"?", "help", "helpfull", "helpshort", "helpxml"}
 _NO_ROOM = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 
-def run(main: Callable[[], int | None], uses_tensorflow: bool = True) -> NoReturn:
+def run(
+    main: Callable[[], int | None],
+    uses_tensorflow: bool = True,
+    before_devices: Callable[[], None] | None = None,
+) -> NoReturn:
     """Runs `main` as an absl program; user errors exit with status 2.
 
     A trainer stopped by a termination signal or a lost worker prints its
     message and exits with the status that says "restart me".
 
     TensorFlow is imported (quietly) before `main` unless it does not use it.
+    `before_devices` runs as soon as the flags are parsed: before TensorFlow
+    initializes its devices (in an absl start-up callback of its own, ahead of
+    `main`), when it reads its environment variables once and for all.
     """
     _show_in_help(main.__module__)
 
@@ -53,7 +60,13 @@ def run(main: Callable[[], int | None], uses_tensorflow: bool = True) -> NoRetur
                 raise
             fail(message)
 
-    app.run(absl_main, flags_parser=_parse_flags)
+    def parse_flags(argv: list[str]) -> list[str]:
+        arguments = _parse_flags(argv)
+        if before_devices is not None:
+            before_devices()
+        return arguments
+
+    app.run(absl_main, flags_parser=parse_flags)
 
 
 def _restartable_exit(stop: Restartable) -> NoReturn:

@@ -49,6 +49,7 @@ trained_model.define_flags(
     "The problem's data directory: the split is read from it (default: the data_dir of the "
     "training). If given, it must hold the vocabularies the model was trained with."
 )
+flag_groups.define_xla_cache_flag()
 flags.DEFINE_string(
     "decode_hparams",
     "",
@@ -268,7 +269,7 @@ def _default_output(translator: SentenceTranslator, hparams_set: str | None) -> 
 
 def run() -> None:
     """Console entry point."""
-    program.run(main)
+    program.run(main, before_devices=flag_groups.keep_compilations)
 
 
 if __name__ == "__main__":

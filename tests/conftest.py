@@ -13,6 +13,7 @@ import fcntl
 import itertools
 import os
 import sys
+import tempfile
 import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -25,6 +26,10 @@ import pytest
 _WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
 if _WORKERS > 1:
     os.environ.setdefault("TF_NUM_INTRAOP_THREADS", str(max(1, (os.cpu_count() or 1) // _WORKERS)))
+
+# What the binaries keep in the user's cache (--xla_cache_dir's compiled searches)
+# goes to a folder of this session instead.
+os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="t2t_keras_test_cache_")
 
 from t2t_keras import catalog, registry  # noqa: E402
 from t2t_keras.problems.number_words import TranslateNumberWordsEnDe  # noqa: E402
