@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 import sacrebleu
-from binaries import assert_user_error, run, run_in_process
+from binaries import assert_user_error, run, run_in_process, script
 
+from t2t_keras.benchmark.latency import typed_line_latencies
 from t2t_keras.problems.number_words import english, german
 
 NUMBERS = [42, 7, 312_005, 999, 18, 61_000, 5, 230, 12, 800_001]
@@ -91,6 +92,20 @@ def test_interactive_translates_each_line_with_beams_and_scores(trained_dir: Pat
     assert lines[1] == lines[2] == "\t\t-inf\t-inf"
     assert "Input line 3 is not UTF-8" in result.stderr
     assert lines[3].split("\t")[0]
+
+
+def test_interactive_answers_every_line_after_the_first_within_half_a_second(
+    trained_dir: Path, tmp_path: Path
+) -> None:
+    """From Enter to the output line, through a pipe, with no compilation kept from before:
+    only the first line waits for the search to compile, whatever the later lines' lengths."""
+    lines = [english(n) for n in (42, 7, 312_005, 800_001, 61_000, 18)]  # 1 to 8 words.
+    argv = [str(script("t2t-decoder")), f"--output_dir={trained_dir}", "--decode_interactive"]
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "TF_XLA_FLAGS": ""}
+    with (tmp_path / "stderr").open("w") as errors:
+        seconds = typed_line_latencies(argv, lines, env, errors)
+    assert max(seconds[1:]) < 0.5, seconds
+    assert list((tmp_path / "cache" / "t2t_keras" / "xla").iterdir())  # Kept for the next run.
 
 
 def test_bad_input_is_refused_before_anything_is_written(trained_dir: Path, tmp_path: Path) -> None:
