@@ -16,12 +16,21 @@ For each: the process's wall time for the whole file and for its first
 --short_lines lines, sentences/s of the whole file, and sacreBLEU against
 --reference (so a speed-up that changes outputs shows). Rounds alternate the
 runtimes; the tables give medians and each runtime's ratio to CTranslate2
-float32 (per round, then the median).
+float32 (per round, then the median). With --xla_cache (the default), the
+TensorFlow runtimes keep their XLA compilations on disk as t2t-decoder does
+by default (each in an emptied directory of --work_dir): the first round
+pays for compiling, as a model's first run does, and its wall times are
+listed apart; --noxla_cache compiles in every process.
 
 Then --profile_rounds profiles of the TensorFlow runtime, each in a fresh
-process: the seconds of start-up (Python and imports), model load, each
-compiled search shape (rows x width: its first call, compilation included),
-the other search calls, and the rest (encoding, batching, writing).
+process, with an empty XLA cache and then with the one it filled: the
+seconds of start-up (Python and imports), model load, each compiled search
+shape (rows x width: its first call, compilation or cache load included),
+the other search calls, and the rest (encoding, batching, writing). Last,
+the latency of t2t-decoder --decode_interactive: the first
+--interactive_lines lines of the source typed in one by one, the seconds
+from each line's Enter to its output line (TensorFlow with an empty, then a
+kept cache; CTranslate2 float32).
 
     .venv/bin/python benchmarks/decode_files.py \
         --trained_dir=/tmp/m30k/train_1795671366/averaged --rounds=3
@@ -37,6 +46,7 @@ STARTED = time.monotonic()  # Before the imports: the profile's start-up include
 
 import json  # noqa: E402
 import os  # noqa: E402
+import shutil  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
@@ -58,6 +68,14 @@ flags.DEFINE_integer("profile_rounds", 1, "Profiles of the TensorFlow runtime, a
 flags.DEFINE_integer("short_lines", 10, "Lines of the short file (latency of a small job).")
 flags.DEFINE_integer("batch_size", 32, "SavedModel client: sentences per request.")
 flags.DEFINE_string("work_dir", None, "Where exports and outputs go; a temporary folder if unset.")
+flags.DEFINE_bool(
+    "xla_cache",
+    True,
+    "t2t-decoder keeps its compiled searches in work_dir/xla_cache (--xla_cache_dir), and the "
+    "SavedModel client in work_dir/saved_model_xla_cache (TF_XLA_FLAGS), both emptied at the "
+    "start: the first round pays for compiling, later rounds find what a user's second run finds.",
+)
+flags.DEFINE_integer("interactive_lines", 10, "Lines typed into t2t-decoder --decode_interactive.")
 flags.DEFINE_bool("profile", False, "Internal: profile one TensorFlow decode in this process.")
 flags.DEFINE_string("output", None, "Internal, with --profile: where the outputs go.")
 flags.DEFINE_string("xla", "full", "The profile's --xla mode (t2t-decoder's default: full).")
@@ -98,25 +116,70 @@ def export(trained_dir: str, work_dir: Path) -> dict[str, str]:
     return dirs
 
 
-def command(runtime: str, dirs: dict[str, str], source: str, output: str) -> list[str]:
+def cache_dirs(work_dir: Path) -> dict[str, str]:
+    """Each TensorFlow runtime's XLA cache directory ("" without --xla_cache), emptied."""
+    if not FLAGS.xla_cache:
+        return {"tensorflow": "", "saved_model": ""}
+    dirs = {"tensorflow": work_dir / "xla_cache", "saved_model": work_dir / "saved_model_xla_cache"}
+    for directory in dirs.values():
+        shutil.rmtree(directory, ignore_errors=True)
+    return {runtime: str(directory) for runtime, directory in dirs.items()}
+
+
+def environment(cache_dir: str) -> dict[str, str]:
+    """This process's environment, TensorFlow's XLA cache set to cache_dir ("": none)."""
+    flag = f"--tf_xla_persistent_cache_directory={cache_dir}" if cache_dir else ""
+    return {**os.environ, "TF_XLA_FLAGS": flag}
+
+
+def command(
+    runtime: str, dirs: dict[str, str], caches: dict[str, str], source: str, output: str
+) -> list[str]:
     decoder = [str(BIN / "t2t-decoder"), f"--decode_from_file={source}"]
     decoder.append(f"--decode_to_file={output}")
     if runtime == "tensorflow":
-        return [*decoder, f"--output_dir={FLAGS.trained_dir}"]
+        return [*decoder, f"--output_dir={FLAGS.trained_dir}", f"--xla_cache_dir={caches[runtime]}"]
     if runtime == "saved_model":
         model = dirs["saved_model"]
         return [sys.executable, "-c", SERVING_CLIENT, model, source, output, str(FLAGS.batch_size)]
     return [*decoder, "--runtime=ctranslate2", f"--ctranslate2_dir={dirs[runtime]}"]
 
 
-def timed_run(argv: list[str]) -> float:
+def timed_run(argv: list[str], env: dict[str, str]) -> float:
     """The process's wall time in seconds; it must succeed."""
     start = time.monotonic()
-    result = subprocess.run(argv, capture_output=True, text=True)
+    result = subprocess.run(argv, capture_output=True, text=True, env=env)
     seconds = time.monotonic() - start
     if result.returncode:
         raise RuntimeError(f"{argv[0]} failed:\n{result.stderr[-3000:]}")
     return seconds
+
+
+def interactive(dirs: dict[str, str], work_dir: Path) -> list[dict[str, Any]]:
+    """Typed-in latency of t2t-decoder: TensorFlow with an empty, then a kept XLA cache; CTranslate2."""
+    from t2t_keras.benchmark.latency import typed_line_latencies
+
+    lines = Path(FLAGS.source).read_text(encoding="utf-8").splitlines()[: FLAGS.interactive_lines]
+    cache = work_dir / "interactive_xla_cache"
+    shutil.rmtree(cache, ignore_errors=True)
+    decoder = [str(BIN / "t2t-decoder"), "--decode_interactive"]
+    runs = {
+        "tensorflow, empty XLA cache": [*decoder, f"--output_dir={FLAGS.trained_dir}", f"--xla_cache_dir={cache}"],
+        "tensorflow, XLA cache kept": [*decoder, f"--output_dir={FLAGS.trained_dir}", f"--xla_cache_dir={cache}"],
+        "ctranslate2 float32": [*decoder, "--runtime=ctranslate2", f"--ctranslate2_dir={dirs['ctranslate2 float32']}"],
+    }  # fmt: skip
+    results = []
+    for name, argv in runs.items():
+        seconds = typed_line_latencies(argv, lines, environment(""))
+        result = {
+            "interactive": name,
+            "first_line_seconds": round(seconds[0], 3),
+            "later_lines_median_seconds": round(statistics.median(seconds[1:]), 3),
+            "later_lines_max_seconds": round(max(seconds[1:]), 3),
+        }
+        print(json.dumps(result), flush=True)
+        results.append(result)
+    return results
 
 
 def bleu(output: str, reference: str) -> float:
@@ -127,7 +190,9 @@ def bleu(output: str, reference: str) -> float:
     return round(sacrebleu.corpus_bleu(hypotheses, [references]).score, 2)
 
 
-def one_round(round_index: int, dirs: dict[str, str], work_dir: Path) -> list[dict[str, Any]]:
+def one_round(
+    round_index: int, dirs: dict[str, str], caches: dict[str, str], work_dir: Path
+) -> list[dict[str, Any]]:
     lines = Path(FLAGS.source).read_text(encoding="utf-8").splitlines()
     short = work_dir / "short.src"
     short.write_text("".join(line + "\n" for line in lines[: FLAGS.short_lines]), "utf-8")
@@ -137,10 +202,10 @@ def one_round(round_index: int, dirs: dict[str, str], work_dir: Path) -> list[di
     for runtime in order:
         name = runtime.replace(" ", "_")
         output = str(work_dir / f"{name}.out")
-        whole = timed_run(command(runtime, dirs, FLAGS.source, output))
-        short_seconds = timed_run(
-            command(runtime, dirs, str(short), str(work_dir / f"{name}.short.out"))
-        )
+        env = environment(caches[runtime] if runtime == "saved_model" else "")
+        whole = timed_run(command(runtime, dirs, caches, FLAGS.source, output), env)
+        short_output = str(work_dir / f"{name}.short.out")
+        short_seconds = timed_run(command(runtime, dirs, caches, str(short), short_output), env)
         result = {
             "round": round_index,
             "runtime": runtime,
@@ -155,17 +220,18 @@ def one_round(round_index: int, dirs: dict[str, str], work_dir: Path) -> list[di
     return results
 
 
-def profile_in_subprocess(work_dir: Path) -> dict[str, Any]:
+def profile_in_subprocess(work_dir: Path, cache_dir: str, name: str) -> dict[str, Any]:
     output = work_dir / "profile.out"
     argv = [sys.executable, __file__, "--profile", f"--trained_dir={FLAGS.trained_dir}"]
     argv += [f"--source={FLAGS.source}", f"--output={output}"]
     start = time.monotonic()
-    result = subprocess.run(argv, capture_output=True, text=True)
+    result = subprocess.run(argv, capture_output=True, text=True, env=environment(cache_dir))
     wall = time.monotonic() - start
     if result.returncode:
         raise RuntimeError(result.stderr[-3000:])
     profile = json.loads(result.stdout.strip().splitlines()[-1])
     profile["process_wall_seconds"] = round(wall, 2)
+    profile["cache"] = name
     print(json.dumps(profile), flush=True)
     return profile
 
@@ -189,20 +255,20 @@ def profile() -> None:
     )
     loaded = time.monotonic()
     calls: list[tuple[tuple[int, int], float, bool]] = []
-    search = translator.decoder
+    decoder = translator.decoder
+    search = decoder.search
 
-    class TimedDecoder:
-        """The Decoder, each call timed, and whether it compiled a new shape."""
+    def timed_search(batch: Any) -> Any:
+        """The compiled search, each call timed, and whether it met a new (padded) shape."""
+        before = search.experimental_get_tracing_count()
+        start = time.monotonic()
+        ids, scores = search(batch)
+        ids.numpy()  # Waits for the result.
+        new = search.experimental_get_tracing_count() > before
+        calls.append((tuple(batch.shape), time.monotonic() - start, new))
+        return ids, scores
 
-        def __call__(self, batch: Any) -> Any:
-            before = search.compilations()
-            start = time.monotonic()
-            ids, scores = search(batch)
-            ids.numpy()  # Waits for the result.
-            calls.append((batch.shape, time.monotonic() - start, search.compilations() > before))
-            return ids, scores
-
-    translator.decoder = TimedDecoder()  # type: ignore[assignment]
+    decoder.search = timed_search
     with open(os.devnull, "w") as quiet:  # The scores line is not wanted here.
         file_decoding.decode_file(translator, FLAGS.source, FLAGS.output, out=quiet)
     done = time.monotonic()
@@ -231,45 +297,70 @@ def profile() -> None:
     )
 
 
-def tables(results: list[dict[str, Any]], profiles: list[dict[str, Any]]) -> str:
+def tables(
+    results: list[dict[str, Any]], profiles: list[dict[str, Any]], latencies: list[dict[str, Any]]
+) -> str:
     rows = ["| runtime | sentences/s | wall, whole file (s) | wall, short file (s) | BLEU | "
-            "sentences/s / CT2 fp32 | wall / CT2 fp32 | short wall / CT2 fp32 |",
-            "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+            "sentences/s / CT2 fp32 | wall / CT2 fp32 | short wall / CT2 fp32 | "
+            "round 1 wall, whole / short (s) |",
+            "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     by_round: dict[int, dict[str, dict[str, Any]]] = {}
     for result in results:
         by_round.setdefault(result["round"], {})[result["runtime"]] = result
     for runtime in RUNTIMES:
-        mine = [r for r in results if r["runtime"] == runtime]
-        ratios = {"rate": [], "wall": [], "short": []}
-        for runs in by_round.values():
-            base, this = runs["ctranslate2 float32"], runs[runtime]
-            ratios["rate"].append(this["sentences_per_s"] / base["sentences_per_s"])
-            ratios["wall"].append(this["wall_seconds"] / base["wall_seconds"])
-            ratios["short"].append(this["short_wall_seconds"] / base["short_wall_seconds"])
-
-        def median(key: str, runs: list[dict[str, Any]] = mine) -> float:
-            return statistics.median(r[key] for r in runs)
-
-        rows.append(
-            f"| {runtime} | {median('sentences_per_s'):.1f} | {median('wall_seconds'):.2f} | "
-            f"{median('short_wall_seconds'):.2f} | {median('bleu'):.2f} | "
-            f"{statistics.median(ratios['rate']):.2f}x | {statistics.median(ratios['wall']):.2f}x | "
-            f"{statistics.median(ratios['short']):.2f}x |"
-        )
-    for index, entry in enumerate(profiles):
-        rows += ["", f"Profile {index + 1} of t2t-decoder (TensorFlow), seconds:", ""]
-        rows.append("| start-up | load | compiled shapes | their first calls | other calls | "
-                    "rest | process wall |")  # fmt: skip
-        rows.append("|---|---|---|---|---|---|---|")
-        rows.append(
-            f"| {entry['startup_seconds']} | {entry['load_seconds']} | "
-            f"{entry['compiled_shapes']} | {entry['first_calls_seconds']} | "
-            f"{entry['other_search_calls']} calls, {entry['other_search_seconds']} | "
-            f"{entry['rest_seconds']} | {entry['process_wall_seconds']} |"
-        )
-        shapes = ", ".join(f"{c['shape']} {c['first_call_seconds']}" for c in entry["compiled"])
-        rows.append(f"\nFirst call of each compiled shape (rows x width, s): {shapes}")
+        rows.append(runtime_row(runtime, [r for r in results if r["runtime"] == runtime], by_round))
+    for entry in profiles:
+        rows += profile_rows(entry)
+    if latencies:
+        rows += ["", "t2t-decoder --decode_interactive, seconds from Enter to output:", "",
+                 "| runtime | first line | later lines, median | later lines, max |",
+                 "|---|---|---|---|"]  # fmt: skip
+        rows += [
+            f"| {r['interactive']} | {r['first_line_seconds']} | "
+            f"{r['later_lines_median_seconds']} | {r['later_lines_max_seconds']} |"
+            for r in latencies
+        ]
     return "\n".join(rows)
+
+
+def runtime_row(
+    runtime: str, mine: list[dict[str, Any]], by_round: dict[int, dict[str, dict[str, Any]]]
+) -> str:
+    """One runtime's medians, its ratios to CTranslate2 float32, and its first (cold) round."""
+    ratios: dict[str, list[float]] = {"rate": [], "wall": [], "short": []}
+    for runs in by_round.values():
+        base, this = runs["ctranslate2 float32"], runs[runtime]
+        ratios["rate"].append(this["sentences_per_s"] / base["sentences_per_s"])
+        ratios["wall"].append(this["wall_seconds"] / base["wall_seconds"])
+        ratios["short"].append(this["short_wall_seconds"] / base["short_wall_seconds"])
+
+    def median(key: str) -> float:
+        return statistics.median(r[key] for r in mine)
+
+    first = min(mine, key=lambda r: r["round"])
+    return (
+        f"| {runtime} | {median('sentences_per_s'):.1f} | {median('wall_seconds'):.2f} | "
+        f"{median('short_wall_seconds'):.2f} | {median('bleu'):.2f} | "
+        f"{statistics.median(ratios['rate']):.2f}x | {statistics.median(ratios['wall']):.2f}x | "
+        f"{statistics.median(ratios['short']):.2f}x | "
+        f"{first['wall_seconds']:.2f} / {first['short_wall_seconds']:.2f} |"
+    )
+
+
+def profile_rows(entry: dict[str, Any]) -> list[str]:
+    rows = ["", f"Profile of t2t-decoder (TensorFlow), XLA cache {entry['cache']}, seconds:", ""]
+    rows.append("| start-up | load | compiled shapes | their first calls | other calls | "
+                "rest | process wall |")  # fmt: skip
+    rows.append("|---|---|---|---|---|---|---|")
+    rows.append(
+        f"| {entry['startup_seconds']} | {entry['load_seconds']} | "
+        f"{entry['compiled_shapes']} | {entry['first_calls_seconds']} | "
+        f"{entry['other_search_calls']} calls, {entry['other_search_seconds']} | "
+        f"{entry['rest_seconds']} | {entry['process_wall_seconds']} |"
+    )
+    shapes = ", ".join(f"{c['shape']} {c['first_call_seconds']}" for c in entry["compiled"])
+    rows.append(f"\nFirst call of each compiled shape (rows x width, s): {shapes}")
+    return rows
 
 
 def main(argv: list[str]) -> None:
@@ -282,11 +373,19 @@ def main(argv: list[str]) -> None:
     work_dir = Path(FLAGS.work_dir or tempfile.mkdtemp(prefix="decode_files_"))
     work_dir.mkdir(parents=True, exist_ok=True)
     dirs = export(FLAGS.trained_dir, work_dir)
+    caches = cache_dirs(work_dir)
     results = []
     for round_index in range(FLAGS.rounds):
-        results += one_round(round_index, dirs, work_dir)
-    profiles = [profile_in_subprocess(work_dir) for _ in range(FLAGS.profile_rounds)]
-    print(tables(results, profiles))
+        results += one_round(round_index, dirs, caches, work_dir)
+    profiles = []
+    profile_cache = work_dir / "profile_xla_cache"
+    for _ in range(FLAGS.profile_rounds):
+        shutil.rmtree(profile_cache, ignore_errors=True)
+        profiles.append(profile_in_subprocess(work_dir, str(profile_cache), "empty"))
+        if FLAGS.xla_cache:
+            profiles.append(profile_in_subprocess(work_dir, str(profile_cache), "kept"))
+    latencies = interactive(dirs, work_dir) if FLAGS.interactive_lines > 1 else []
+    print(tables(results, profiles, latencies))
 
 
 if __name__ == "__main__":
