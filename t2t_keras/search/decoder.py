@@ -19,8 +19,11 @@ from t2t_keras.search.tree_constraint import TreeConstraint
 class Decoder(tf.Module):
     """Runs the cached decoder under greedy (beam_size 1) or beam search.
 
-    The whole search, encoder included, is one `tf.function`, XLA-compiled
-    when `jit_compile` (once per input shape).
+    The whole search, encoder included, is one `tf.function` traced once, for
+    inputs of any shape, and XLA-compiled when `jit_compile`: XLA compiles it
+    once per input shape it meets, but the Python tracing and graph
+    building, which cost about as much again, are paid once, and a
+    compilation kept on disk (`compilation_cache`) is only loaded.
 
     Args:
       model: a built Transformer.
@@ -48,9 +51,18 @@ class Decoder(tf.Module):
         self.settings = settings
         self.max_length = model.hparams.max_length
         self.tree_tokens = tree_tokens if settings.tree_constraint else None
+        self.jit_compile = jit_compile
         # The compiled search itself, for rows already at most max_length long
         # (graphs of unknown shape, such as a SavedModel's, truncate beforehand).
-        self.search = tf.function(self._search_ids, jit_compile=jit_compile)
+        self._compiled = tf.function(
+            self._search_ids,
+            jit_compile=jit_compile,
+            input_signature=[tf.TensorSpec([None, None], tf.int32, name="ids")],
+            # The search is written with TensorFlow's control flow: converting its
+            # Python (autograph) would only triple the tracing time.
+            autograph=False,
+        )
+        self._shapes: set[tuple[int, ...]] = set()  # The shapes searched eagerly.
 
     def __call__(self, inputs: Any) -> tuple[tf.Tensor, tf.Tensor]:
         """Decodes a batch.
@@ -67,10 +79,21 @@ class Decoder(tf.Module):
         inputs = tf.convert_to_tensor(inputs, tf.int32)
         return self.search(self._truncate(inputs))
 
+    def search(self, inputs: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        """The compiled search of int32 ids [B, S] already at most max_length wide."""
+        if tf.executing_eagerly():
+            self._shapes.add(tuple(inputs.shape))
+        return self._compiled(inputs)
+
     def compilations(self) -> int:
-        """How many search graphs have been traced (and, under XLA, compiled): one per
-        distinct input shape, so `Translator` pads batches to a few bucket widths."""
-        return int(self.search.experimental_get_tracing_count())
+        """How many input shapes the search has been compiled for (eagerly, in this
+        process): XLA compiles, or loads from its disk cache, one search per shape,
+        so `Translator` pads batches to a few shapes (`search.shapes`)."""
+        return len(self._shapes)
+
+    def tracings(self) -> int:
+        """How many search graphs have been traced: one, whatever the shapes searched."""
+        return int(self._compiled.experimental_get_tracing_count())
 
     def _truncate(self, inputs: tf.Tensor) -> tf.Tensor:
         if inputs.shape[1] <= self.max_length:
