@@ -6,7 +6,8 @@ therefore padded to a small set of shapes before they are searched:
 
 - rows: a power of two up to 32, then a multiple of 32, the extra rows
   copies of the batch's last row (a real sentence, so the search runs no
-  step longer than it would for that row; the copies' results are dropped);
+  step longer than it would for that row; the copies' results are dropped;
+  `Translator` makes a file's last batch a full one, of its last sentences);
 - width: a multiple of 8 up to 64, of 16 up to 128, then of 32 (never past
   max_length), the extra columns PAD, which attention never reads; a batch
   of one row (a sentence typed in) is at least 32 wide, so that sentences of
@@ -62,8 +63,9 @@ def search_padded(
       max_length: the model's longest sequence: no row is padded past it.
     """
     rows, width = tf.shape(inputs)[0], tf.shape(inputs)[1]
-    padded_width = _bucket_width(width, rows, max_length)
-    copied = tf.minimum(tf.range(_bucket_rows(rows)), rows - 1)  # Row i, then the last row.
+    padded_rows = _bucket_rows(rows)
+    padded_width = _bucket_width(width, padded_rows, max_length)
+    copied = tf.minimum(tf.range(padded_rows), rows - 1)  # Row i, then the last row.
     padded = tf.pad(
         tf.gather(inputs, copied), [[0, 0], [0, padded_width - width]], constant_values=PAD_ID
     )

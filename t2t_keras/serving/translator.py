@@ -133,8 +133,8 @@ class SentenceTranslator(abc.ABC):
         done = len(rows) - len(order)
         for chunk in self._batches(rows, order):
             for index, translation in zip(chunk, self._decode_batch(rows, chunk), strict=True):
+                done += results[index] is None  # A batch may hold sentences done before.
                 results[index] = translation
-            done += len(chunk)
             now = time.monotonic()
             if report and (done == len(rows) or now - last_report >= PROGRESS_EVERY_SECONDS):
                 report(done, len(rows), now - start)
@@ -176,6 +176,14 @@ class Translator(SentenceTranslator):
         self.vocabs = vocabs
         self.max_length = model.hparams.max_length
         self.decoder = Decoder(model, settings.search, tree_tokens, jit_compile)
+
+    def _batches(self, rows: list[list[int]], order: list[int]) -> Iterator[list[int]]:
+        """As every runtime's, but the last batch of many is full: the last batch_size
+        sentences. A partial one would be a shape of its own, and compiling it costs
+        more than searching again the few sentences the batch before holds too."""
+        size = self.settings.batch_size
+        for first in range(0, len(order), size):
+            yield order[max(min(first, len(order) - size), 0) : first + size]
 
     def _decode_batch(self, rows: list[list[int]], chunk: list[int]) -> list[Translation]:
         batch = np.full([len(chunk), max(len(rows[i]) for i in chunk)], PAD_ID, np.int32)

@@ -55,10 +55,13 @@ def test_outputs_in_input_order_with_blank_lines_kept(trained: TrainedModel) -> 
 
 def test_batched_outputs_equal_the_decoder_one_by_one(trained: TrainedModel) -> None:
     sources = [english(n) for n in NUMBERS]
+    # 8 sentences in batches of 3: the last batch holds one sentence of the one before.
     translator = Translator(
-        trained.model, trained.vocabs, DecodeHParams(batch_size=4).resolve(trained.hparams)
+        trained.model, trained.vocabs, DecodeHParams(batch_size=3).resolve(trained.hparams)
     )
-    batched = translator.translate(sources)
+    reports: list[tuple[int, int]] = []
+    batched = translator.translate(sources, lambda done, total, _: reports.append((done, total)))
+    assert reports[-1] == (8, 8)
     decoder = make_decoder(trained.model)
     for source, translation in zip(sources, batched, strict=True):
         row = [*trained.vocabs["inputs"].encode(source), EOS_ID]
@@ -113,11 +116,15 @@ def test_the_compiled_search_is_reused_across_batches(trained: TrainedModel) -> 
     )
     rows, _ = translator.encode(sources)
     lengths = sorted((len(row) for row in rows), reverse=True)
+    # Every batch is full: the odd sentence out is searched with the one before it.
+    assert len(lengths) % 2 == 1
+    batches = [lengths[i : i + 2] for i in range(0, len(lengths) - 1, 2)] + [lengths[-2:]]
     shapes = {
-        (bucket_rows(len(batch)), bucket_width(max(batch), trained.hparams.max_length, len(batch)))
-        for batch in (lengths[i : i + 2] for i in range(0, len(lengths), 2))
+        (bucket_rows(2), bucket_width(max(batch), trained.hparams.max_length, 2))
+        for batch in batches
     }
     translator.translate(sources)
     assert translator.decoder.compilations() == len(shapes) < len(sources) // 2
     translator.translate(sources[::-1])
     assert translator.decoder.compilations() == len(shapes)
+    assert translator.decoder.tracings() == 1  # One graph, compiled for each shape.
