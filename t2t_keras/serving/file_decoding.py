@@ -178,6 +178,9 @@ def decode_interactive(
     lines = lines or sys.stdin.buffer
     out = out or sys.stdout
     prompt = lines.isatty()
+    # A typed sentence's search shape is compiled (or loaded from the XLA cache)
+    # on its first use: here, before the first prompt, not while a line waits.
+    translate_lines(translator, ["."], problem)
     count = 0
     while True:
         if prompt:
