@@ -25,7 +25,8 @@ listed apart; --noxla_cache compiles in every process.
 Then --profile_rounds profiles of the TensorFlow runtime, each in a fresh
 process, with an empty XLA cache and then with the one it filled: the
 seconds of start-up (Python and imports), model load, each compiled search
-shape (rows x width: its first call, compilation or cache load included),
+shape (rows x width: its first call, compilation or cache load included, and
+for the first shape the search's one tracing),
 the other search calls, and the rest (encoding, batching, writing). Last,
 the latency of t2t-decoder --decode_interactive: the first
 --interactive_lines lines of the source typed in one by one, the seconds
