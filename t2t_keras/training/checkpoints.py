@@ -3,8 +3,10 @@
 What a checkpoint holds (each variable by its Keras path) is `t2t_keras.run.weights`.
 TensorFlow writes a checkpoint's files before it points the `checkpoint` state
 file at them (itself replaced atomically), so a process killed mid-save leaves
-the previous checkpoint as the newest one, whole. A checkpoint damaged later is
-skipped on resume for the newest one that reads whole (`t2t_keras.run.intact`).
+the previous checkpoint as the newest one, whole; and the oldest checkpoint
+is dropped from the state file before its files are deleted, so the state
+never lists one that is gone. A checkpoint damaged later is skipped on resume
+for the newest one that reads whole (`t2t_keras.run.intact`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,27 @@ from absl import logging
 from t2t_keras.errors import UserError
 from t2t_keras.run import intact
 from t2t_keras.run.weights import summarize_error
+
+
+class _StateFirstManager(tf.train.CheckpointManager):
+    """TensorFlow's CheckpointManager, but the state file drops a checkpoint before its files go.
+
+    TensorFlow's deletes the oldest checkpoint's files, then rewrites the state
+    file: a process killed in between leaves a state that lists a checkpoint
+    no longer on disk.
+    """
+
+    def _sweep(self) -> None:
+        dropped = []
+        while self._max_to_keep and len(self._maybe_delete) > self._max_to_keep:
+            dropped.append(self._maybe_delete.popitem(last=False)[0])
+        if not dropped:
+            return
+        self._record_state()
+        for prefix in dropped:  # The index first: a half-deleted checkpoint has none.
+            for pattern in (".index", ".data-?????-of-?????"):
+                for path in tf.io.gfile.glob(prefix + pattern):
+                    tf.io.gfile.remove(path)
 
 
 class CheckpointSaver:
@@ -63,7 +86,7 @@ class CheckpointSaver:
     def manager(self) -> tf.train.CheckpointManager:
         """Created on first use: after `restore`, which may rewrite the state file it reads."""
         if self._manager is None:
-            self._manager = tf.train.CheckpointManager(
+            self._manager = _StateFirstManager(
                 self.checkpoint,
                 self.directory,
                 max_to_keep=self.keep,

@@ -72,3 +72,27 @@ def test_save_by_seconds(tmp_path: Path) -> None:
     saver.save(2)
     assert not saver.due(2) and not saver.due(3)
     assert tf.train.latest_checkpoint(str(tmp_path)).endswith("ckpt-2")
+
+
+def test_the_state_file_drops_a_checkpoint_before_its_files_are_deleted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process killed while the oldest checkpoint is deleted leaves a state file
+    that lists only checkpoints still whole on disk."""
+    model = build_model("transformer", HPARAMS)
+    saver = CheckpointSaver(make_checkpoint(model), str(tmp_path), 2, 1, 0)
+    removed: list[str] = []
+    remove = tf.io.gfile.remove
+
+    def checked_remove(path: str) -> None:
+        listed = tf.train.get_checkpoint_state(str(tmp_path)).all_model_checkpoint_paths
+        assert not any(path.startswith(f"{prefix}.") for prefix in listed), (path, listed)
+        removed.append(path)
+        remove(path)
+
+    monkeypatch.setattr(tf.io.gfile, "remove", checked_remove)
+    for step in (1, 2, 3):
+        saver.save(step)
+    assert sorted(Path(path).name.split(".")[0] for path in removed) == ["ckpt-1", "ckpt-1"]
+    listed = tf.train.get_checkpoint_state(str(tmp_path)).all_model_checkpoint_paths
+    assert [Path(path).name for path in listed] == ["ckpt-2", "ckpt-3"]
