@@ -7,7 +7,9 @@ found no room says so. Nothing here imports TensorFlow.
 
 from __future__ import annotations
 
+import atexit
 import errno
+import gc
 import os
 import re
 import sys
@@ -42,6 +44,10 @@ def run(
     `main`), when it reads its environment variables once and for all.
     """
     _show_in_help(main.__module__)
+    # Python's last garbage collection at exit walks every object TensorFlow
+    # made, about a second; the process is ending, so its objects are frozen
+    # instead (after the other exit handlers, which still run).
+    atexit.register(gc.freeze)
 
     def absl_main(argv: list[str]) -> int | None:
         if len(argv) > 1:
