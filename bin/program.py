@@ -26,6 +26,10 @@ FLAGS = flags.FLAGS
 _HELP_FLAGS = {"?", "help", "helpfull", "helpshort", "helpxml"}
 # A write that found no room: a full disk, a full quota, the file-size limit (ulimit -f).
 _NO_ROOM = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+# Python's last garbage collection at exit walks every object TensorFlow made,
+# about a second; the process is ending, so its objects are frozen instead
+# (after the other exit handlers, which still run). Registered once per process.
+atexit.register(gc.freeze)
 
 
 def run(
@@ -44,10 +48,6 @@ def run(
     `main`), when it reads its environment variables once and for all.
     """
     _show_in_help(main.__module__)
-    # Python's last garbage collection at exit walks every object TensorFlow
-    # made, about a second; the process is ending, so its objects are frozen
-    # instead (after the other exit handlers, which still run).
-    atexit.register(gc.freeze)
 
     def absl_main(argv: list[str]) -> int | None:
         if len(argv) > 1:
