@@ -42,6 +42,7 @@ from absl import logging
 from t2t_keras.data import records
 from t2t_keras.data.ids import EOS_ID
 from t2t_keras.data.problem import Problem
+from t2t_keras.data.sentence_sample import sample_evenly
 from t2t_keras.data.vocab import ByteVocabulary, SentencePieceVocabulary, Vocabulary
 from t2t_keras.errors import UserError
 from t2t_keras.usr_dir import error_location
@@ -82,8 +83,11 @@ class Text2TextProblem(Problem):
     # generate_samples is called per split; otherwise once ("train") and the
     # samples are dealt to train and dev in proportion to their shard counts.
     is_generate_per_split: bool = True
-    # Sentences the vocabulary is trained on, at most (the first ones).
+    # Sentences the vocabulary is trained on, at most, drawn evenly from the
+    # whole training corpus (both sides of every pair with shared_vocab).
     max_vocab_sentences: int = 1_000_000
+    # Seeds that draw: the same corpus gives the same vocabulary.
+    vocab_seed: int = 1
     # Samples with a side longer than this many characters are skipped, counted.
     max_chars: int = 10_000
     # Words the vocabulary always keeps as one piece (e.g. a parser's "(NP").
@@ -102,11 +106,8 @@ class Text2TextProblem(Problem):
         return True
 
     def vocab_samples(self, data_dir: str, tmp_dir: str) -> Iterator[Sample]:
-        """The samples the vocabulary is trained on (the first max_vocab_sentences count).
-
-        By default the training samples in order; a problem made of several
-        corpora can interleave them so the vocabulary sees each.
-        """
+        """The samples the vocabulary's sentences are drawn from, evenly: by default
+        the whole training split, every corpus and file of it."""
         return self.generate_samples(data_dir, tmp_dir, "train")
 
     # Vocabularies.
@@ -162,16 +163,21 @@ class Text2TextProblem(Problem):
                 )
                 for name in sides
             )
+            sample = sample_evenly(sentences, self.max_vocab_sentences, self.vocab_seed)
             size = self.approx_vocab_size
             if side == "targets" and not self.shared_vocab:
                 size = self.approx_target_vocab_size or size
             trained[path] = SentencePieceVocabulary.train(
-                sentences,
+                sample.sentences,
                 path,
                 size,
                 model_type=self.vocab_type,
                 max_sentences=self.max_vocab_sentences,
                 whole_words=self.whole_words,
+            )
+            print(
+                f"{self.data_name}: trained the {side} vocabulary "
+                f"({trained[path].vocab_size} pieces) on {sample.describe()}."
             )
         return {side: trained[path] for side, path in self.vocab_paths(data_dir).items()}
 

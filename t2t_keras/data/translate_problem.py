@@ -20,7 +20,6 @@ t2t-bleu and t2t-decoder --decode_from_file.
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 from collections.abc import Iterator
@@ -210,17 +209,6 @@ class TranslateProblem(Text2TextProblem):
         else:
             for parallel in self.corpora[split]:
                 yield from parallel.pairs(tmp_dir)
-
-    def vocab_samples(self, data_dir: str, tmp_dir: str) -> Iterator[Sample]:
-        """The training pairs; from archives, taken in turn from each corpus, so each shapes it."""
-        if self._source(tmp_dir) != ARCHIVES:
-            yield from self.generate_samples(data_dir, tmp_dir, "train")
-            return
-        streams = [parallel.pairs(tmp_dir) for parallel in self.corpora["train"]]
-        for pairs in itertools.zip_longest(*streams):
-            for pair in pairs:
-                if pair is not None:
-                    yield {"inputs": pair[0], "targets": pair[1]}
 
     def _write_test_copies(self, data_dir: str) -> None:
         """The test split's text as `<stem>.<language>` files in data_dir, for scoring."""

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import abc
 import io
-import itertools
 import os
 from collections.abc import Iterable, Sequence
 
@@ -20,6 +19,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from t2t_keras.data.ids import EOS_ID, PAD_ID, UNK_ID
+from t2t_keras.data.sentence_sample import sample_evenly
 from t2t_keras.errors import UserError
 from t2t_keras.files import write_atomically
 
@@ -184,13 +184,16 @@ class SentencePieceVocabulary(Vocabulary):
         max_sentences: int = 1_000_000,
         character_coverage: float = 1.0,
         whole_words: Sequence[str] = (),
+        seed: int = 1,
     ) -> SentencePieceVocabulary:
-        """Trains a model on the first max_sentences sentences and writes it atomically.
+        """Trains a model on an even sample of the sentences and writes it atomically.
 
-        Only the first max_sentences items of `sentences` are read (the rest of
-        the iterator is never consumed), so memory is bounded whatever the
-        corpus size; blank ones are skipped. If the sample is too small for
-        vocab_size pieces, training is redone with vocab_size as an upper bound.
+        `sentences` is read to its end and max_sentences of them, drawn evenly
+        from the whole stream (`sample_evenly`, seeded), are trained on, so
+        memory is bounded by the sample whatever the corpus size and every
+        part of the corpus shapes the pieces; blank ones are skipped. If the
+        sample is too small for vocab_size pieces, training is redone with
+        vocab_size as an upper bound.
         The model goes to a temporary file beside model_path, then replaces it,
         so an interrupted run never leaves a partial model at model_path.
 
@@ -199,11 +202,12 @@ class SentencePieceVocabulary(Vocabulary):
           model_path: where the `.model` file goes.
           vocab_size: pieces wanted, reserved ids included.
           model_type: "bpe" or "unigram".
-          max_sentences: most sentences to read.
+          max_sentences: most sentences to train on.
           character_coverage: share of characters the pieces must cover; the
             rest become UNK.
           whole_words: words that are always one piece where they stand as a
             word, e.g. a parser's "(NP" (SentencePiece's user-defined symbols).
+          seed: chooses the sample; the same sentences and seed give the same model.
 
         Returns:
           The trained vocabulary.
@@ -212,7 +216,7 @@ class SentencePieceVocabulary(Vocabulary):
             raise VocabularyError(
                 f"Unknown SentencePiece model_type {model_type!r}; accepted: {', '.join(_MODEL_TYPES)}."
             )
-        sample = [text for text in itertools.islice(sentences, max_sentences) if text.strip()]
+        sample = sample_evenly(sentences, max_sentences, seed).sentences
         if not sample:
             raise VocabularyError(
                 f"No sentences to train the vocabulary on: {model_path} was not written."

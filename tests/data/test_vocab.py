@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import unicodedata
 from collections.abc import Iterator
@@ -98,17 +99,27 @@ def test_decode_stops_at_eos_and_skips_pad(small_vocab: SentencePieceVocabulary)
     assert decoded.numpy().tolist() == [b"A little girl.", b""]
 
 
-def test_train_reads_at_most_max_sentences(tmp_path: Path) -> None:
-    consumed = 0
+def test_a_corpus_whose_first_million_lines_are_one_domain_yields_pieces_of_both(
+    tmp_path: Path,
+) -> None:
+    english = ["the cat sat on the mat", "a dog runs in the park", "two men play football"]
+    german = ["größe straße über äpfel", "schön müde grün böse", "weiß fuß maß spaß"]
 
-    def sentences() -> Iterator[str]:
-        nonlocal consumed
-        for sentence in SMALL_CORPUS * 100:
-            consumed += 1
-            yield sentence
+    def corpus() -> Iterator[str]:
+        yield from itertools.islice(itertools.cycle(english), 1_000_000)
+        yield from itertools.islice(itertools.cycle(german), 1_000_000)
 
-    SentencePieceVocabulary.train(sentences(), str(tmp_path / "v.model"), 60, max_sentences=50)
-    assert consumed == 50
+    path = tmp_path / "v.model"
+    vocab = SentencePieceVocabulary.train(corpus(), str(path), 60)
+    for sentence in english + german:
+        # A vocabulary of the first million lines has no "ö" or "ß": they would be UNK.
+        assert UNK_ID not in vocab.encode(sentence)
+        assert vocab.decode(vocab.encode(sentence)) == sentence
+    assert {"▁the", "aße"} <= set(vocab.pieces(range(vocab.vocab_size)))
+    # The draw is seeded: the same corpus gives the same model.
+    again = SentencePieceVocabulary.train(corpus(), str(tmp_path / "again.model"), 60)
+    assert (tmp_path / "again.model").read_bytes() == path.read_bytes()
+    assert again.vocab_size == vocab.vocab_size
 
 
 def test_train_writes_atomically(tmp_path: Path) -> None:

@@ -39,6 +39,23 @@ def test_a_plain_text_corpus_becomes_shards(tmp_path: Path) -> None:
     assert vocab.decode(vocab.encode(PAIRS[7][0])) == PAIRS[7][0]
 
 
+def test_the_vocabulary_is_drawn_from_the_whole_corpus_and_the_log_says_how(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # 300 pairs of one domain, then 300 of another, and room for a third of the sentences.
+    other = [(f"ölpreis {i} über straßen", f"größere {i} äpfel") for i in range(300)]
+    write_corpus(tmp_path / "tmp", "train", PAIRS + other)
+    write_corpus(tmp_path / "tmp", "dev", PAIRS[:20])
+    problem_class = type(registry.problem("text2text_tmpdir"))
+    monkeypatch.setattr(problem_class, "max_vocab_sentences", 400)
+    data_dir = generate(tmp_path)
+    assert "on 400 sentences sampled evenly from 1,200." in capsys.readouterr().out
+    vocab = registry.problem("text2text_tmpdir").feature_encoders(str(data_dir))["inputs"]
+    for source, target in (PAIRS[0], other[-1]):
+        assert vocab.decode(vocab.encode(source)) == source
+        assert vocab.decode(vocab.encode(target)) == target
+
+
 def test_missing_file_names_it_and_the_layout(tmp_path: Path) -> None:
     write_corpus(tmp_path / "tmp", "train", PAIRS)
     with pytest.raises(UserError, match=r"dev\.src is missing: text2text_tmpdir reads"):

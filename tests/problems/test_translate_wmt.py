@@ -73,13 +73,6 @@ def test_ende_generates_from_the_wmt_archives(wmt_tmp_dir: Path, tmp_path: Path)
     assert (forward["inputs"].numpy() == backward["targets"].numpy()).all()
 
 
-def test_vocabulary_sample_takes_every_corpus_in_turn(wmt_tmp_dir: Path, tmp_path: Path) -> None:
-    problem = registry.problem("translate_ende_wmt_bpe37k")
-    samples = problem.vocab_samples("", str(wmt_tmp_dir))
-    first = [next(samples)["inputs"] for _ in range(3)]
-    assert first == [sentences(1, "en", offset)[0] for offset in (0, 120, 200)]
-
-
 def test_missing_archive_offline_names_the_file_and_its_url(tmp_path: Path) -> None:
     problem = registry.problem("translate_ende_wmt_bpe37k")
     corpus = problem.corpora["dev"][0]
