@@ -73,8 +73,8 @@ def _tfds_dataset(pair: str) -> TfdsTranslation:
         help=(
             "Without network, put the corpus in --tmp_dir as plain text instead: "
             f"{local.names()}, one sentence a line, aligned line by line (WMT14's "
-            "training corpora shuffled together, as the vocabulary is learned from the first "
-            "million lines; newstest2013 as dev, newstest2014 as test); "
+            "training corpora, concatenated: the vocabulary is drawn evenly from all of it; "
+            "newstest2013 as dev, newstest2014 as test); "
             "t2t-datagen reads them when train.* is there. Or put the WMT archives "
             "there and pass --data_source=archives, or copy a prepared "
             "wmt14_translate into --tfds_data_dir."
