@@ -49,16 +49,16 @@ import json  # noqa: E402
 import os  # noqa: E402
 import shutil  # noqa: E402
 import statistics  # noqa: E402
-import subprocess  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
 from absl import app, flags  # noqa: E402
+from rounds import markdown_table, median_ratio, round_order  # noqa: E402
+from t2t_commands import command, run, timed_run  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "multi30k"
-BIN = Path(sys.executable).parent
 RUNTIMES = ("tensorflow", "saved_model", "ctranslate2 float32", "ctranslate2 int8")
 
 flags.DEFINE_string("trained_dir", None, "The training directory (or averaged/) to decode with.")
@@ -100,19 +100,13 @@ open(output, "w", encoding="utf-8").write("".join(line + "\\n" for line in outpu
 
 def export(trained_dir: str, work_dir: Path) -> dict[str, str]:
     """The SavedModel version directory and the CTranslate2 model directories."""
-    exporter = str(BIN / "t2t-exporter")
-    saved = subprocess.run(
-        [exporter, f"--output_dir={trained_dir}", f"--export_dir={work_dir / 'saved_model'}"],
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
-    dirs = {"saved_model": saved.stdout.splitlines()[0]}
+    exporter = [command("t2t-exporter"), f"--output_dir={trained_dir}"]
+    saved = run([*exporter, f"--export_dir={work_dir / 'saved_model'}"])
+    dirs = {"saved_model": saved.splitlines()[0]}
     for quantization in ("float32", "int8"):
         target = work_dir / f"ctranslate2_{quantization}"
-        subprocess.run(
-            [exporter, f"--output_dir={trained_dir}", "--export_format=ctranslate2",
-             f"--quantization={quantization}", f"--export_dir={target}"],
-            capture_output=True, text=True, check=True,
-        )  # fmt: skip
+        run([*exporter, "--export_format=ctranslate2", f"--quantization={quantization}",
+             f"--export_dir={target}"])  # fmt: skip
         dirs[f"ctranslate2 {quantization}"] = str(target)
     return dirs
 
@@ -133,10 +127,11 @@ def environment(cache_dir: str) -> dict[str, str]:
     return {**os.environ, "TF_XLA_FLAGS": flag}
 
 
-def command(
+def runtime_command(
     runtime: str, dirs: dict[str, str], caches: dict[str, str], source: str, output: str
 ) -> list[str]:
-    decoder = [str(BIN / "t2t-decoder"), f"--decode_from_file={source}"]
+    """The process that decodes `source` into `output` with `runtime`."""
+    decoder = [command("t2t-decoder"), f"--decode_from_file={source}"]
     decoder.append(f"--decode_to_file={output}")
     if runtime == "tensorflow":
         return [*decoder, f"--output_dir={FLAGS.trained_dir}", f"--xla_cache_dir={caches[runtime]}"]
@@ -146,16 +141,6 @@ def command(
     return [*decoder, "--runtime=ctranslate2", f"--ctranslate2_dir={dirs[runtime]}"]
 
 
-def timed_run(argv: list[str], env: dict[str, str]) -> float:
-    """The process's wall time in seconds; it must succeed."""
-    start = time.monotonic()
-    result = subprocess.run(argv, capture_output=True, text=True, env=env)
-    seconds = time.monotonic() - start
-    if result.returncode:
-        raise RuntimeError(f"{argv[0]} failed:\n{result.stderr[-3000:]}")
-    return seconds
-
-
 def interactive(dirs: dict[str, str], work_dir: Path) -> list[dict[str, Any]]:
     """Typed-in latency of t2t-decoder: TensorFlow with an empty, then a kept XLA cache; CTranslate2."""
     from t2t_keras.benchmark.latency import typed_line_latencies
@@ -163,7 +148,7 @@ def interactive(dirs: dict[str, str], work_dir: Path) -> list[dict[str, Any]]:
     lines = Path(FLAGS.source).read_text(encoding="utf-8").splitlines()[: FLAGS.interactive_lines]
     cache = work_dir / "interactive_xla_cache"
     shutil.rmtree(cache, ignore_errors=True)
-    decoder = [str(BIN / "t2t-decoder"), "--decode_interactive"]
+    decoder = [command("t2t-decoder"), "--decode_interactive"]
     runs = {
         "tensorflow, empty XLA cache": [*decoder, f"--output_dir={FLAGS.trained_dir}", f"--xla_cache_dir={cache}"],
         "tensorflow, XLA cache kept": [*decoder, f"--output_dir={FLAGS.trained_dir}", f"--xla_cache_dir={cache}"],
@@ -197,16 +182,15 @@ def one_round(
     lines = Path(FLAGS.source).read_text(encoding="utf-8").splitlines()
     short = work_dir / "short.src"
     short.write_text("".join(line + "\n" for line in lines[: FLAGS.short_lines]), "utf-8")
-    # Alternate the order each round: the machine's speed drifts.
-    order = RUNTIMES if round_index % 2 == 0 else tuple(reversed(RUNTIMES))
     results = []
-    for runtime in order:
+    for runtime in round_order(RUNTIMES, round_index):
         name = runtime.replace(" ", "_")
         output = str(work_dir / f"{name}.out")
         env = environment(caches[runtime] if runtime == "saved_model" else "")
-        whole = timed_run(command(runtime, dirs, caches, FLAGS.source, output), env)
+        whole = timed_run(runtime_command(runtime, dirs, caches, FLAGS.source, output), env)
         short_output = str(work_dir / f"{name}.short.out")
-        short_seconds = timed_run(command(runtime, dirs, caches, str(short), short_output), env)
+        short_command = runtime_command(runtime, dirs, caches, str(short), short_output)
+        short_seconds = timed_run(short_command, env)
         result = {
             "round": round_index,
             "runtime": runtime,
@@ -226,11 +210,9 @@ def profile_in_subprocess(work_dir: Path, cache_dir: str, name: str) -> dict[str
     argv = [sys.executable, __file__, "--profile", f"--trained_dir={FLAGS.trained_dir}"]
     argv += [f"--source={FLAGS.source}", f"--output={output}"]
     start = time.monotonic()
-    result = subprocess.run(argv, capture_output=True, text=True, env=environment(cache_dir))
+    stdout = run(argv, environment(cache_dir))
     wall = time.monotonic() - start
-    if result.returncode:
-        raise RuntimeError(result.stderr[-3000:])
-    profile = json.loads(result.stdout.strip().splitlines()[-1])
+    profile = json.loads(stdout.strip().splitlines()[-1])
     profile["process_wall_seconds"] = round(wall, 2)
     profile["cache"] = name
     print(json.dumps(profile), flush=True)
@@ -301,67 +283,87 @@ def profile() -> None:
 def tables(
     results: list[dict[str, Any]], profiles: list[dict[str, Any]], latencies: list[dict[str, Any]]
 ) -> str:
-    rows = ["| runtime | sentences/s | wall, whole file (s) | wall, short file (s) | BLEU | "
-            "sentences/s / CT2 fp32 | wall / CT2 fp32 | short wall / CT2 fp32 | "
-            "round 1 wall, whole / short (s) |",
-            "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
-    by_round: dict[int, dict[str, dict[str, Any]]] = {}
-    for result in results:
-        by_round.setdefault(result["round"], {})[result["runtime"]] = result
-    for runtime in RUNTIMES:
-        rows.append(runtime_row(runtime, [r for r in results if r["runtime"] == runtime], by_round))
+    header = [
+        "runtime",
+        "sentences/s",
+        "wall, whole file (s)",
+        "wall, short file (s)",
+        "BLEU",
+        "sentences/s / CT2 fp32",
+        "wall / CT2 fp32",
+        "short wall / CT2 fp32",
+        "round 1 wall, whole / short (s)",
+    ]
+    rows = [markdown_table(header, [runtime_row(runtime, results) for runtime in RUNTIMES])]
     for entry in profiles:
         rows += profile_rows(entry)
     if latencies:
-        rows += ["", "t2t-decoder --decode_interactive, seconds from Enter to output:", "",
-                 "| runtime | first line | later lines, median | later lines, max |",
-                 "|---|---|---|---|"]  # fmt: skip
-        rows += [
-            f"| {r['interactive']} | {r['first_line_seconds']} | "
-            f"{r['later_lines_median_seconds']} | {r['later_lines_max_seconds']} |"
-            for r in latencies
-        ]
+        rows += ["", "t2t-decoder --decode_interactive, seconds from Enter to output:", ""]
+        header = ["runtime", "first line", "later lines, median", "later lines, max"]
+        keys = (
+            "interactive",
+            "first_line_seconds",
+            "later_lines_median_seconds",
+            "later_lines_max_seconds",
+        )
+        rows.append(markdown_table(header, [[r[key] for key in keys] for r in latencies]))
     return "\n".join(rows)
 
 
-def runtime_row(
-    runtime: str, mine: list[dict[str, Any]], by_round: dict[int, dict[str, dict[str, Any]]]
-) -> str:
+def runtime_row(runtime: str, results: list[dict[str, Any]]) -> list[str]:
     """One runtime's medians, its ratios to CTranslate2 float32, and its first (cold) round."""
-    ratios: dict[str, list[float]] = {"rate": [], "wall": [], "short": []}
-    for runs in by_round.values():
-        base, this = runs["ctranslate2 float32"], runs[runtime]
-        ratios["rate"].append(this["sentences_per_s"] / base["sentences_per_s"])
-        ratios["wall"].append(this["wall_seconds"] / base["wall_seconds"])
-        ratios["short"].append(this["short_wall_seconds"] / base["short_wall_seconds"])
+    mine = [r for r in results if r["runtime"] == runtime]
 
     def median(key: str) -> float:
         return statistics.median(r[key] for r in mine)
 
+    def ratio(key: str) -> str:
+        rounds: dict[int, dict[str, float]] = {}
+        for r in results:
+            rounds.setdefault(r["round"], {})[r["runtime"]] = r[key]
+        return f"{median_ratio(list(rounds.values()), runtime, 'ctranslate2 float32'):.2f}x"
+
     first = min(mine, key=lambda r: r["round"])
-    return (
-        f"| {runtime} | {median('sentences_per_s'):.1f} | {median('wall_seconds'):.2f} | "
-        f"{median('short_wall_seconds'):.2f} | {median('bleu'):.2f} | "
-        f"{statistics.median(ratios['rate']):.2f}x | {statistics.median(ratios['wall']):.2f}x | "
-        f"{statistics.median(ratios['short']):.2f}x | "
-        f"{first['wall_seconds']:.2f} / {first['short_wall_seconds']:.2f} |"
-    )
+    return [
+        runtime,
+        f"{median('sentences_per_s'):.1f}",
+        f"{median('wall_seconds'):.2f}",
+        f"{median('short_wall_seconds'):.2f}",
+        f"{median('bleu'):.2f}",
+        ratio("sentences_per_s"),
+        ratio("wall_seconds"),
+        ratio("short_wall_seconds"),
+        f"{first['wall_seconds']:.2f} / {first['short_wall_seconds']:.2f}",
+    ]
 
 
 def profile_rows(entry: dict[str, Any]) -> list[str]:
-    rows = ["", f"Profile of t2t-decoder (TensorFlow), XLA cache {entry['cache']}, seconds:", ""]
-    rows.append("| start-up | load | compiled shapes | their first calls | other calls | "
-                "rest | process wall |")  # fmt: skip
-    rows.append("|---|---|---|---|---|---|---|")
-    rows.append(
-        f"| {entry['startup_seconds']} | {entry['load_seconds']} | "
-        f"{entry['compiled_shapes']} | {entry['first_calls_seconds']} | "
-        f"{entry['other_search_calls']} calls, {entry['other_search_seconds']} | "
-        f"{entry['rest_seconds']} | {entry['process_wall_seconds']} |"
-    )
+    header = [
+        "start-up",
+        "load",
+        "compiled shapes",
+        "their first calls",
+        "other calls",
+        "rest",
+        "process wall",
+    ]
+    row = [
+        entry["startup_seconds"],
+        entry["load_seconds"],
+        entry["compiled_shapes"],
+        entry["first_calls_seconds"],
+        f"{entry['other_search_calls']} calls, {entry['other_search_seconds']}",
+        entry["rest_seconds"],
+        entry["process_wall_seconds"],
+    ]
     shapes = ", ".join(f"{c['shape']} {c['first_call_seconds']}" for c in entry["compiled"])
-    rows.append(f"\nFirst call of each compiled shape (rows x width, s): {shapes}")
-    return rows
+    return [
+        "",
+        f"Profile of t2t-decoder (TensorFlow), XLA cache {entry['cache']}, seconds:",
+        "",
+        markdown_table(header, [row]),
+        f"\nFirst call of each compiled shape (rows x width, s): {shapes}",
+    ]
 
 
 def main(argv: list[str]) -> None:

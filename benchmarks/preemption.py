@@ -37,6 +37,7 @@ import time
 from pathlib import Path
 
 from absl import app, flags
+from t2t_commands import command, run
 
 flags.DEFINE_list(
     "hparams_sets", ["transformer_tiny", "transformer_base"], "Sets measured; [] for none."
@@ -46,12 +47,11 @@ flags.DEFINE_string("work_dir", None, "Where data and checkpoints go; a temporar
 FLAGS = flags.FLAGS
 
 PROBLEM = "translate_number_words_en_de"
-BIN = Path(sys.executable).parent
 
 
 def _trainer(data_dir: Path, output_dir: Path, hparams_set: str) -> list[str]:
     return [
-        str(BIN / "t2t-trainer"),
+        command("t2t-trainer"),
         f"--problem={PROBLEM}",
         f"--hparams_set={hparams_set}",
         f"--data_dir={data_dir}",
@@ -74,10 +74,10 @@ def _wait_for(log: Path, pattern: str, process: subprocess.Popen) -> float:
     return time.monotonic()
 
 
-def _signal_at(moment: str, command: list[str], output_dir: Path, rng: random.Random) -> dict:
+def _signal_at(moment: str, argv: list[str], output_dir: Path, rng: random.Random) -> dict:
     log = output_dir.with_suffix(".log")
     with open(log, "w") as stderr:
-        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=stderr)
+        process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=stderr)
     if moment == "mid_training":
         third = _wait_for(log, r"step 3/", process)
         fourth = _wait_for(log, r"step 4/", process)
@@ -100,15 +100,15 @@ def _lost_worker(data_dir: Path, output_dir: Path, how: signal.Signals) -> dict:
     cluster = {"worker": [f"localhost:{sock.getsockname()[1]}" for sock in sockets]}
     for sock in sockets:
         sock.close()
-    command = _trainer(data_dir, output_dir, "transformer_tiny")
-    command += ["--distribution_strategy=multi_worker_mirrored", "--xla=off"]
+    argv = _trainer(data_dir, output_dir, "transformer_tiny")
+    argv += ["--distribution_strategy=multi_worker_mirrored", "--xla=off"]
     workers = []
     for index in range(2):
         config = {"cluster": cluster, "task": {"type": "worker", "index": index}}
         env = {**os.environ, "TF_CONFIG": json.dumps(config)}
         log = output_dir.with_name(f"{output_dir.name}_worker_{index}.log")
         with open(log, "w") as stderr:
-            workers.append((subprocess.Popen(command, env=env, stderr=stderr), log))
+            workers.append((subprocess.Popen(argv, env=env, stderr=stderr), log))
     (survivor, _), (lost, lost_log) = workers
     _wait_for(lost_log, r"step 3/", lost)
     lost.send_signal(how)
@@ -129,19 +129,18 @@ def main(argv: list[str]) -> None:
     work = Path(FLAGS.work_dir or tempfile.mkdtemp(prefix="preemption_"))
     data_dir = work / "data"
     if not data_dir.exists():
-        subprocess.run(
-            [str(BIN / "t2t-datagen"), f"--problem={PROBLEM}", f"--data_dir={data_dir}",
-             f"--tmp_dir={work / 'tmp'}"],
-            check=True, capture_output=True,
-        )  # fmt: skip
+        datagen = command("t2t-datagen")
+        run(
+            [datagen, f"--problem={PROBLEM}", f"--data_dir={data_dir}", f"--tmp_dir={work / 'tmp'}"]
+        )
     rng, report = random.Random(1), {}
     for hparams_set in FLAGS.hparams_sets:
         for moment in ("mid_training", "start_up"):
             runs, size = [], 0
             for round_ in range(FLAGS.rounds):
                 output_dir = work / f"{hparams_set}_{moment}_{round_}"
-                command = _trainer(data_dir, output_dir, hparams_set)
-                runs.append(_signal_at(moment, command, output_dir, rng))
+                trainer = _trainer(data_dir, output_dir, hparams_set)
+                runs.append(_signal_at(moment, trainer, output_dir, rng))
                 size = max(size, _checkpoint_bytes(output_dir))
             report[f"{hparams_set}/{moment}"] = {
                 "median_seconds": statistics.median(run["seconds"] for run in runs),

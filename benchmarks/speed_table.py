@@ -4,7 +4,7 @@
 
 Training: for each --sizes entry (transformer_<size>, vocabulary 8,000), each
 --xla mode and each --precisions entry, `t2t-benchmark --mode=train` at the
-shapes of `benchmarks/peers.py` (64 sentences of 30 + 30 tokens; big takes
+shapes of `peers.py` (64 sentences of 30 + 30 tokens; big takes
 --big_steps timed steps, it is slow on a CPU). Decoding: transformer_base,
 beam 1 and 4, 32 sentences of 30 tokens to exactly 30 output tokens, with
 each --decode_xla mode. Every configuration runs in its own process, --rounds
@@ -18,10 +18,10 @@ from __future__ import annotations
 import itertools
 import json
 import statistics
-import subprocess
-import sys
 
 from absl import app, flags
+from rounds import markdown_table, round_order
+from t2t_commands import t2t_benchmark
 
 from t2t_keras.modes import XLA_MODES
 
@@ -37,6 +37,13 @@ FLAGS = flags.FLAGS
 
 SHAPES = ["--batch_sentences=64", "--src_length=30", "--tgt_length=30"]
 DECODE_SHAPES = ["--decode_batch=32", "--src_length=30", "--fixed_output_length=30"]
+# The table's columns: t2t-benchmark's key, the column's title, the median's format.
+COLUMNS = (
+    ("tgt_tokens_per_s", "target tokens/s", ".0f"),
+    ("sentences_per_s", "sentences/s", ".2f"),
+    ("utilization", "utilization", ".2f"),
+    ("peak_rss_mb", "peak RSS MB", ".0f"),
+)
 
 
 def configurations() -> list[tuple[str, list[str]]]:
@@ -76,38 +83,23 @@ def configurations() -> list[tuple[str, list[str]]]:
     return runs
 
 
-def run(arguments: list[str]) -> dict:
-    output = subprocess.run(
-        [sys.executable, "-m", "t2t_keras.bin.t2t_benchmark", *arguments],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    return json.loads(output.strip().splitlines()[-1])
+def table_row(label: str, measured: list[dict]) -> list[str]:
+    """The run's label and the median of each column over its rounds."""
+    cells = [f"{statistics.median(m[key] for m in measured):{spec}}" for key, _, spec in COLUMNS]
+    return [label, *cells]
 
 
 def main(argv: list[str]) -> None:
     del argv
     results: dict[str, list[dict]] = {}
     runs = configurations()
-    for round_number in range(FLAGS.rounds):
-        order = runs if round_number % 2 == 0 else runs[::-1]
-        for label, arguments in order:
-            measurement = run(arguments)
-            print(json.dumps({"label": label, "round": round_number, **measurement}), flush=True)
+    for round_index in range(FLAGS.rounds):
+        for label, arguments in round_order(runs, round_index):
+            measurement = t2t_benchmark(arguments)
+            print(json.dumps({"label": label, "round": round_index, **measurement}), flush=True)
             results.setdefault(label, []).append(measurement)
-    print("\n| run | target tokens/s | sentences/s | utilization | peak RSS MB |")
-    print("|---|---:|---:|---:|---:|")
-    for label, _ in runs:
-        measured = results[label]
-
-        def median(key: str, measured: list[dict] = measured) -> float:
-            return statistics.median(m[key] for m in measured)
-
-        print(
-            f"| {label} | {median('tgt_tokens_per_s'):.0f} | {median('sentences_per_s'):.2f} "
-            f"| {median('utilization'):.2f} | {median('peak_rss_mb'):.0f} |"
-        )
+    rows = [table_row(label, results[label]) for label, _ in runs]
+    print("\n" + markdown_table(["run", *(title for _, title, _ in COLUMNS)], rows))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,46 @@
+"""The installed t2t-* commands, run as a user runs them, each a process of its own."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+
+def command(name: str) -> str:
+    """The path of the command `name` (e.g. t2t-decoder) beside this Python, else on PATH."""
+    beside = Path(sys.executable).absolute().with_name(name)
+    found = str(beside) if beside.exists() else shutil.which(name)
+    if found is None:
+        raise SystemExit(f"No {name} beside {sys.executable} or on PATH: pip install -e . first.")
+    return found
+
+
+def run(argv: Sequence[str], env: Mapping[str, str] | None = None) -> str:
+    """The stdout of a process that must succeed; its stderr's end if it does not."""
+    finished = subprocess.run(argv, capture_output=True, text=True, env=env)
+    if finished.returncode:
+        raise RuntimeError(
+            f"{' '.join(argv)} failed ({finished.returncode}):\n{finished.stderr[-3000:]}"
+        )
+    return finished.stdout
+
+
+def timed_run(argv: Sequence[str], env: Mapping[str, str] | None = None) -> float:
+    """The wall seconds of a process that must succeed."""
+    start = time.monotonic()
+    run(argv, env)
+    return time.monotonic() - start
+
+
+def t2t_benchmark(arguments: Sequence[str], env: Mapping[str, str] | None = None) -> dict:
+    """The JSON line `t2t-benchmark` prints for `arguments`."""
+    stdout = run([command("t2t-benchmark"), *arguments], env)
+    lines = [line for line in stdout.splitlines() if line.startswith("{")]
+    if not lines:
+        raise RuntimeError(f"t2t-benchmark {' '.join(arguments)} printed no JSON line:\n{stdout}")
+    return json.loads(lines[-1])
