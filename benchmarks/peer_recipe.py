@@ -10,7 +10,7 @@ toolkits differ in their code, not in their settings:
     longer of its two sides, pairs above `max_length` dropped;
   - label smoothing as ours: 1 - eps on the true token, eps / (V - 1) on each other;
   - residual, attention and ReLU dropout;
-  - weights from N(0, initializer_stddev) (`peers_multi30k.build_model`);
+  - weights from N(0, initializer_stddev) (`peer_models.marian_model`);
   - decoding: the beam, up to input + `extra_length` tokens, and `alpha` as the
     exponent of the length penalty. Transformers divides a beam's log-probability
     by length^alpha (our `penalty=length` form); our default is GNMT's

@@ -38,22 +38,25 @@ from __future__ import annotations
 import copy
 import json
 import os
-import shutil
 import statistics
-import subprocess
-import sys
 import tempfile
-import timeit
-from collections.abc import Callable, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 import ctranslate2
 import torch
-import transformers
 from absl import app, flags
-from ctranslate2.converters import TransformersConverter
-from transformers import MarianConfig, MarianMTModel
+from peer_models import (
+    MARIAN_VERSION,
+    check_marian_can_copy,
+    convert_to_ctranslate2,
+    marian_model,
+    set_threads,
+    teacher_forced_logits,
+)
+from rounds import markdown_table, median_ratio, median_seconds
+from t2t_commands import t2t_benchmark
+from transformers import MarianMTModel
 
 import t2t_keras.hparams  # noqa: F401  Registers the hparams sets, without TensorFlow.
 from t2t_keras import registry
@@ -88,29 +91,6 @@ DEFAULT_VOCAB_SIZE = 8000  # As t2t-benchmark when --hparams leaves vocab_size a
 EOS_ID, FIRST_WORD_ID = 0, 2
 CT2_TYPES = ("float32", "int8")
 PRECISIONS = {"float32": "fp32", "int8": "int8"}
-# Marian's config fields that copy one of our hparams.
-FROM_HPARAMS = {
-    "vocab_size": "vocab_size",
-    "d_model": "d_model",
-    "encoder_layers": "num_encoder_layers",
-    "decoder_layers": "num_decoder_layers",
-    "encoder_attention_heads": "num_heads",
-    "decoder_attention_heads": "num_heads",
-    "encoder_ffn_dim": "d_ff",
-    "decoder_ffn_dim": "d_ff",
-    "dropout": "dropout",
-    "attention_dropout": "attention_dropout",
-    "activation_dropout": "relu_dropout",
-    "max_position_embeddings": "max_length",
-}
-# The rest of our architecture; no forced EOS at the length limit.
-ARCHITECTURE = {
-    "activation_function": "relu",
-    "scale_embedding": True,
-    "share_encoder_decoder_embeddings": True,
-    "tie_word_embeddings": True,
-    "forced_eos_token_id": None,
-}
 
 
 def resolve_hparams(hparams_set: str, overrides: str) -> TransformerHParams:
@@ -123,46 +103,11 @@ def resolve_hparams(hparams_set: str, overrides: str) -> TransformerHParams:
         raise app.UsageError(f"--hparams_set={hparams_set} is not a Transformer's hparams set.")
     if hparams.vocab_size == 0:
         hparams = hparams.override(f"vocab_size={DEFAULT_VOCAB_SIZE}")
-    required = {
-        "layer_norm_position": ("post", "Marian is post-norm"),
-        "position_encoding": ("sinusoid", "Marian's positions are sinusoids"),
-        "shared_embeddings": (True, "the peers share one embedding matrix"),
-        "optimizer": ("adam", "the peer trains with Adam"),
-        "d_k": (hparams.d_model // hparams.num_heads, "Marian's heads are d_model / num_heads"),
-        "d_v": (hparams.d_model // hparams.num_heads, "Marian's heads are d_model / num_heads"),
-    }
-    for name, (wanted, reason) in required.items():
-        if getattr(hparams, name) != wanted:
-            raise app.UsageError(f"{name}={getattr(hparams, name)}: {reason}; need {wanted}.")
+    try:
+        check_marian_can_copy(hparams)
+    except ValueError as error:
+        raise app.UsageError(f"--hparams_set={hparams_set}: {error}") from None
     return hparams
-
-
-def marian_config(hparams: TransformerHParams) -> MarianConfig:
-    """Our shape as Marian's: post-norm, sinusoids, shared scaled embeddings, ReLU.
-
-    Marian is post-norm with no final or embedding layer norm and sinusoid
-    positions whatever its config says; the rest is set here.
-    """
-    pad_id = hparams.vocab_size - 1
-    copied = {theirs: getattr(hparams, ours) for theirs, ours in FROM_HPARAMS.items()}
-    return MarianConfig(
-        **copied,
-        **ARCHITECTURE,
-        pad_token_id=pad_id,
-        eos_token_id=EOS_ID,
-        decoder_start_token_id=pad_id,
-    )
-
-
-def build_marian(hparams: TransformerHParams, seed: int) -> MarianMTModel:
-    """Random weights, seeded; checks that one matrix embeds and projects."""
-    torch.manual_seed(seed)
-    model = MarianMTModel(marian_config(hparams))
-    shared = model.get_input_embeddings().weight
-    for weight in (model.get_output_embeddings().weight, model.model.decoder.embed_tokens.weight):
-        if weight.data_ptr() != shared.data_ptr():
-            raise RuntimeError("Marian's embeddings are not shared as configured.")
-    return model
 
 
 def vocabulary(vocab_size: int) -> list[str]:
@@ -171,49 +116,11 @@ def vocabulary(vocab_size: int) -> list[str]:
     return ["</s>", "<unk>", *words, "<pad>"]
 
 
-class _Tokenizer:
-    """What CTranslate2's Marian converter reads of a tokenizer (no SentencePiece files)."""
-
-    eos_token, unk_token = "</s>", "<unk>"
-
-    def __init__(self, tokens: Sequence[str]) -> None:
-        self.tokens = list(tokens)
-
-    def get_vocab(self) -> dict[str, int]:
-        return {token: index for index, token in enumerate(self.tokens)}
-
-
-class _Converter(TransformersConverter):
-    def __init__(self, model_dir: str, tokens: Sequence[str]) -> None:
-        super().__init__(model_dir)
-        self._tokens = tokens
-
-    def load_tokenizer(self, tokenizer_class: Any, model_name_or_path: str, **kwargs: Any) -> Any:
-        return _Tokenizer(self._tokens)
-
-
-def convert_to_ctranslate2(model: MarianMTModel, vocab_size: int, work_dir: str) -> str:
-    """The Marian model saved, then converted; returns the CTranslate2 model's folder.
-
-    The converter drops PAD (the last row), as for every Marian model.
-    """
-    model_dir, output_dir = os.path.join(work_dir, "marian"), os.path.join(work_dir, "ct2")
-    model.save_pretrained(model_dir)
-    return _Converter(model_dir, vocabulary(vocab_size)).convert(output_dir)
-
-
 def random_ids(batch: int, length: int, vocab_size: int, seed: int) -> torch.Tensor:
     """[batch, length] word ids ending with EOS, no padding."""
     generator = torch.Generator().manual_seed(seed)
     words = torch.randint(FIRST_WORD_ID, vocab_size - 1, (batch, length - 1), generator=generator)
     return torch.nn.functional.pad(words, (0, 1), value=EOS_ID)
-
-
-def time_runs(run: Callable[[], Any], warmup: int, steps: int) -> float:
-    """Median seconds of `steps` calls of `run` after `warmup` untimed ones."""
-    for _ in range(warmup):
-        run()
-    return statistics.median(timeit.repeat(run, repeat=steps, number=1))
 
 
 def shapes(mode: str) -> dict[str, int]:
@@ -245,8 +152,6 @@ def marian_train(model: MarianMTModel, hparams: TransformerHParams) -> dict:
     vocab_size, pad_id = hparams.vocab_size, model.config.pad_token_id
     sources = random_ids(FLAGS.batch_sentences, FLAGS.src_length, vocab_size, FLAGS.seed + 1)
     labels = random_ids(FLAGS.batch_sentences, FLAGS.tgt_length, vocab_size, FLAGS.seed + 2)
-    # Targets shifted right behind the start symbol.
-    decoder_inputs = torch.nn.functional.pad(labels[:, :-1], (1, 0), value=pad_id)
     optimizer = torch.optim.Adam(
         model.parameters(),
         lr=1e-4,
@@ -256,18 +161,14 @@ def marian_train(model: MarianMTModel, hparams: TransformerHParams) -> dict:
     loss_function = torch.nn.CrossEntropyLoss(label_smoothing=hparams.label_smoothing)
 
     def step() -> float:
-        logits = model(
-            input_ids=sources,
-            attention_mask=sources.ne(pad_id),
-            decoder_input_ids=decoder_inputs,
-        ).logits
+        logits = teacher_forced_logits(model, sources, labels, pad_id)
         loss = loss_function(logits.flatten(0, 1), labels.flatten())
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
         return loss.item()
 
-    seconds = time_runs(step, FLAGS.warmup_steps, FLAGS.steps)
+    seconds = median_seconds(step, FLAGS.warmup_steps, FLAGS.steps)
     return measurement("train", seconds)
 
 
@@ -292,7 +193,7 @@ def marian_decode(model: MarianMTModel, hparams: TransformerHParams) -> dict:
     outputs = search()[:, 1:]  # Without the start symbol.
     if outputs.shape[1] != length or bool(outputs.eq(EOS_ID).any() | outputs.eq(pad_id).any()):
         raise RuntimeError(f"Marian's outputs are not all {length} words: {outputs.tolist()}")
-    seconds = time_runs(search, FLAGS.warmup_steps, FLAGS.steps)
+    seconds = median_seconds(search, FLAGS.warmup_steps, FLAGS.steps)
     return measurement("decode", seconds)
 
 
@@ -314,26 +215,16 @@ def ctranslate2_decode(translator: ctranslate2.Translator, hparams: TransformerH
     lengths = {len(result.hypotheses[0]) for result in search()}
     if lengths != {length}:
         raise RuntimeError(f"CTranslate2's outputs have {sorted(lengths)} tokens, not {length}.")
-    seconds = time_runs(search, FLAGS.warmup_steps, FLAGS.steps)
+    seconds = median_seconds(search, FLAGS.warmup_steps, FLAGS.steps)
     return measurement("decode", seconds)
 
 
-def t2t_benchmark() -> str:
-    """The t2t-benchmark installed beside this Python, else the one on PATH."""
-    beside = Path(sys.executable).with_name("t2t-benchmark")
-    found = str(beside) if beside.exists() else shutil.which("t2t-benchmark")
-    if found is None:
-        raise app.UsageError("No t2t-benchmark command: install t2t_keras (pip install .).")
-    return found
-
-
-def ours_command(mode: str, hparams: TransformerHParams) -> list[str]:
-    """The installed t2t-benchmark, next to this Python, with the same shapes."""
+def ours_arguments(mode: str, hparams: TransformerHParams) -> list[str]:
+    """t2t-benchmark's flags for the same shapes."""
     overrides = ",".join(
         part for part in (FLAGS.hparams, f"vocab_size={hparams.vocab_size}") if part
     )
-    command = [
-        t2t_benchmark(),
+    arguments = [
         f"--mode={mode}",
         f"--hparams_set={FLAGS.hparams_set}",
         f"--hparams={overrides}",
@@ -343,24 +234,17 @@ def ours_command(mode: str, hparams: TransformerHParams) -> list[str]:
     ]
     for name in ("xla", "mixed_precision"):
         if FLAGS[name].value is not None:
-            command.append(f"--{name}={FLAGS[name].value}")
-    return command
+            arguments.append(f"--{name}={FLAGS[name].value}")
+    return arguments
 
 
 def ours(mode: str, hparams: TransformerHParams) -> dict:
-    """t2t-benchmark's JSON line for `mode` (its stderr passes through)."""
+    """t2t-benchmark's JSON line for `mode`, with --threads if given."""
     environment = dict(os.environ)
     if FLAGS["threads"].present:
         threads = str(FLAGS.threads)
         environment.update(TF_NUM_INTRAOP_THREADS=threads, TF_NUM_INTEROP_THREADS=threads)
-    command = ours_command(mode, hparams)
-    finished = subprocess.run(command, stdout=subprocess.PIPE, text=True, env=environment)
-    lines = [line for line in finished.stdout.splitlines() if line.startswith("{")]
-    if finished.returncode != 0 or not lines:
-        raise RuntimeError(
-            f"{' '.join(command)} failed ({finished.returncode}):\n{finished.stdout}"
-        )
-    return json.loads(lines[-1])
+    return t2t_benchmark(ours_arguments(mode, hparams), environment)
 
 
 class Peers:
@@ -368,10 +252,13 @@ class Peers:
 
     def __init__(self, hparams: TransformerHParams, modes: Sequence[str], work_dir: str) -> None:
         self.hparams = hparams
-        self.marian = build_marian(hparams, FLAGS.seed)
+        torch.manual_seed(FLAGS.seed)
+        pad_id = hparams.vocab_size - 1
+        self.marian = marian_model(hparams, hparams.vocab_size, pad_id, EOS_ID, forced_eos=False)
         self.translators: dict[str, ctranslate2.Translator] = {}
         if "decode" in modes:
-            ct2_dir = convert_to_ctranslate2(self.marian, hparams.vocab_size, work_dir)
+            tokens = vocabulary(hparams.vocab_size)
+            ct2_dir = convert_to_ctranslate2(self.marian, tokens, work_dir)
             for compute_type in CT2_TYPES:
                 self.translators[compute_type] = ctranslate2.Translator(
                     ct2_dir, compute_type=compute_type, intra_threads=FLAGS.threads
@@ -379,11 +266,7 @@ class Peers:
 
     def measure(self, mode: str) -> list[dict]:
         """One measurement per peer that does `mode`, each with its system and precision."""
-        marian = {
-            "system": "marian",
-            "version": f"transformers {transformers.__version__}, torch {torch.__version__}",
-            "precision": "fp32",
-        }
+        marian = {"system": "marian", "version": MARIAN_VERSION, "precision": "fp32"}
         if mode == "train":
             return [{**marian, **marian_train(self.marian, self.hparams)}]
         results = [{**marian, **marian_decode(self.marian, self.hparams)}]
@@ -405,47 +288,41 @@ def emit(measurement: dict) -> None:
     print(json.dumps(measurement), flush=True)
 
 
-def run_round(number: int, mode: str, peers: Peers) -> dict[str, tuple[float, float]]:
-    """Ours then the peers; prints each, then the ratios. Returns label: (rate, ratio)."""
+def run_round(number: int, mode: str, peers: Peers) -> dict[str, float]:
+    """Ours then the peers; prints each, then the ratios. Returns {label: target tokens/s}."""
     common = {"round": number, "hparams_set": FLAGS.hparams_set, "threads": FLAGS.threads}
     ours_result = {"system": "t2t_keras", **common, **ours(mode, peers.hparams)}
     emit(ours_result)
-    ours_rate = ours_result["tgt_tokens_per_s"]
-    rates_ratios = {"t2t_keras": (ours_rate, 1.0)}
+    rates = {"t2t_keras": ours_result["tgt_tokens_per_s"]}
     for result in peers.measure(mode):
         emit({**common, **result})
-        rate = result["tgt_tokens_per_s"]
-        rates_ratios[label(result)] = (rate, ours_rate / rate)
-    ratios = {name: ratio for name, (_, ratio) in rates_ratios.items() if name != "t2t_keras"}
+        rates[label(result)] = result["tgt_tokens_per_s"]
+    ratios = {
+        name: rates["t2t_keras"] / rate for name, rate in rates.items() if name != "t2t_keras"
+    }
     emit({"round": number, "mode": mode, "ours_over_peer": ratios})
-    return rates_ratios
+    return rates
 
 
 COLUMNS = ("t2t_keras", "marian", "ctranslate2 fp32", "ctranslate2 int8")
 
 
-def table(results: dict[str, list[dict[str, tuple[float, float]]]]) -> str:
+def table(results: dict[str, list[dict[str, float]]]) -> str:
     """Medians over rounds of the target tokens/s and of the per-round ratios ours/peer."""
     header = ["mode", *(f"{name} tok/s" for name in COLUMNS)]
     header += [f"ours/{name}" for name in COLUMNS[1:]]
-    rows = [header]
+    rows = []
     for mode, rounds in results.items():
-        rates_cells, ratio_cells = [], []
-        for name in COLUMNS:
-            found = [round_[name] for round_ in rounds if name in round_]
-            rate = f"{statistics.median(r for r, _ in found):.1f}" if found else "-"
-            rates_cells.append(rate)
-            if name != "t2t_keras":
-                ratio_cells.append(
-                    f"{statistics.median(q for _, q in found):.3f}" if found else "-"
-                )
-        rows.append([mode, *rates_cells, *ratio_cells])
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    lines = [
-        "  ".join(cell.rjust(width) for cell, width in zip(row, widths, strict=True))
-        for row in rows
-    ]
-    return "\n".join(lines)
+        rates = [[r[name] for r in rounds if name in r] for name in COLUMNS]
+        ratios = [median_ratio(rounds, "t2t_keras", name) for name in COLUMNS[1:]]
+        rows.append(
+            [
+                mode,
+                *(f"{statistics.median(found):.1f}" if found else "-" for found in rates),
+                *(f"{ratio:.3f}" if ratio is not None else "-" for ratio in ratios),
+            ]
+        )
+    return markdown_table(header, rows)
 
 
 def main(argv: list[str]) -> None:
@@ -453,10 +330,9 @@ def main(argv: list[str]) -> None:
     modes = [mode for mode in MODES if mode in FLAGS.modes]
     if not modes or set(FLAGS.modes) - set(MODES):
         raise app.UsageError(f"--modes takes {', '.join(MODES)}, not {FLAGS.modes}.")
-    torch.set_num_threads(FLAGS.threads)
-    torch.set_num_interop_threads(FLAGS.threads)
+    set_threads(FLAGS.threads)
     hparams = resolve_hparams(FLAGS.hparams_set, FLAGS.hparams)
-    results: dict[str, list[dict[str, tuple[float, float]]]] = {mode: [] for mode in modes}
+    results: dict[str, list[dict[str, float]]] = {mode: [] for mode in modes}
     with tempfile.TemporaryDirectory(prefix="t2t_peers_") as work_dir:
         peers = Peers(hparams, modes, work_dir)
         for number in range(1, FLAGS.rounds + 1):

@@ -39,16 +39,21 @@ from collections.abc import Iterator, Sequence
 
 import sentencepiece as spm
 import torch
-import transformers
 from absl import app, flags, logging
 from loss_curves import curve_point
 from multi30k import PROBLEM, corpus_path, prepare_data, read_lines, score
+from peer_models import (
+    MARIAN_VERSION,
+    check_marian_can_copy,
+    marian_model,
+    set_threads,
+    teacher_forced_logits,
+)
 from peer_recipe import Recipe
-from transformers import MarianConfig, MarianMTModel
+from transformers import MarianMTModel
 
 import t2t_keras.hparams  # noqa: F401  Registers the hparams sets, without TensorFlow.
 from t2t_keras import registry
-from t2t_keras.models.transformer_hparams import TransformerHParams
 
 # The project's id convention (t2t_keras.data.ids), without importing TensorFlow.
 PAD_ID, EOS_ID = 0, 1
@@ -77,36 +82,6 @@ flags.DEFINE_integer("beam_size", 4, "own: beam width of decoding.")
 flags.DEFINE_integer("extra_length", 50, "own: output tokens allowed beyond the longest input.")
 flags.DEFINE_integer("decode_batch", 32, "Sentences per decoding batch.")
 FLAGS = flags.FLAGS
-
-
-def build_model(vocab_size: int, hparams: TransformerHParams) -> MarianMTModel:
-    """The hparams set as a Marian model: same sizes, positions, norms, dropout and sharing,
-    and the set's N(0, initializer_stddev) weights (with 0, tensor2tensor's scheme, the
-    peer keeps its own N(0, 0.02))."""
-    config = MarianConfig(
-        vocab_size=vocab_size,
-        d_model=hparams.d_model,
-        encoder_layers=hparams.num_encoder_layers,
-        decoder_layers=hparams.num_decoder_layers,
-        encoder_attention_heads=hparams.num_heads,
-        decoder_attention_heads=hparams.num_heads,
-        encoder_ffn_dim=hparams.d_ff,
-        decoder_ffn_dim=hparams.d_ff,
-        activation_function="relu",
-        dropout=hparams.dropout,
-        attention_dropout=hparams.attention_dropout,
-        activation_dropout=hparams.relu_dropout,
-        max_position_embeddings=hparams.max_length,
-        scale_embedding=True,
-        init_std=hparams.initializer_stddev or 0.02,
-        share_encoder_decoder_embeddings=True,
-        tie_word_embeddings=True,
-        pad_token_id=PAD_ID,
-        eos_token_id=EOS_ID,
-        forced_eos_token_id=EOS_ID,
-        decoder_start_token_id=PAD_ID,
-    )
-    return MarianMTModel(config)
 
 
 def encode(processor: spm.SentencePieceProcessor, text: str) -> list[int]:
@@ -159,15 +134,9 @@ def train(
     while time.monotonic() - start < budget:
         step += 1
         sources, labels = next(batches)
-        # Targets shifted right, PAD in front: the start symbol.
-        decoder_inputs = torch.nn.functional.pad(labels[:, :-1], (1, 0), value=PAD_ID)
         for group in optimizer.param_groups:
             group["lr"] = recipe.learning_rate(step)
-        logits = model(
-            input_ids=sources,
-            attention_mask=sources.ne(PAD_ID),
-            decoder_input_ids=decoder_inputs,
-        ).logits
+        logits = teacher_forced_logits(model, sources, labels, PAD_ID)
         count = int(labels.ne(PAD_ID).sum())
         loss_sum = recipe.loss_sum(logits, labels, PAD_ID)
         optimizer.zero_grad(set_to_none=True)
@@ -254,6 +223,7 @@ def evaluate(
 def resolve_recipe() -> Recipe:
     """--recipe resolved once: the hparams set's settings, or the peer's own flags."""
     hparams = registry.hparams(FLAGS.hparams_set).override(FLAGS.hparams)
+    check_marian_can_copy(hparams)
     if FLAGS.recipe == "ours":
         return Recipe.ours(hparams)
     return Recipe.own(
@@ -268,8 +238,7 @@ def resolve_recipe() -> Recipe:
 
 def main(argv: list[str]) -> None:
     del argv
-    torch.set_num_threads(FLAGS.threads)
-    torch.set_num_interop_threads(FLAGS.threads)
+    set_threads(FLAGS.threads)
     work_dir = FLAGS.work_dir or tempfile.mkdtemp(prefix="multi30k_peer_")
     out_dir = os.path.join(work_dir, "peer")
     os.makedirs(out_dir, exist_ok=True)
@@ -282,10 +251,12 @@ def main(argv: list[str]) -> None:
     recipe = resolve_recipe()
     pairs = training_pairs(processor, recipe.hparams.max_length)
     torch.manual_seed(FLAGS.seed)
-    model = build_model(processor.get_piece_size(), recipe.hparams)
+    model = marian_model(
+        recipe.hparams, processor.get_piece_size(), PAD_ID, EOS_ID, forced_eos=True
+    )
     trained = train(model, pairs, recipe)
     summary = {
-        "system": f"marian (transformers {transformers.__version__}, torch {torch.__version__})",
+        "system": f"marian ({MARIAN_VERSION})",
         "minutes": FLAGS.minutes,
         "hparams_set": FLAGS.hparams_set,
         **recipe.settings(),
