@@ -60,3 +60,30 @@ def run_summary(result: TrainResult) -> dict[str, Any]:
             for point in result.loss_curve
         ],
     }
+
+
+def train_for_budget(
+    problem_name: str,
+    hparams_set: str,
+    hparams: str,
+    data_dir: str,
+    output_dir: str,
+    minutes: float,
+    average: int,
+    **config: Any,
+) -> dict[str, Any]:
+    """Trains for `minutes` (`budget`), the loss logged every 100 steps; returns `run_summary`.
+
+    `config` holds the other TrainConfig fields, e.g. `random_seed`.
+    """
+    result = train_without_evaluation(
+        problem_name,
+        hparams_set,
+        hparams,
+        data_dir,
+        output_dir,
+        **budget(minutes, average),
+        log_every_steps=100,
+        **config,
+    )
+    return run_summary(result)

@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 
 from absl import app, flags
-from one_device import budget, run_summary, train_without_evaluation
+from one_device import train_for_budget
 
 from t2t_keras import catalog, registry
 from t2t_keras.data.tree_baselines import baseline_trees
@@ -85,23 +85,6 @@ def prepare_data(work_dir: str) -> str:
     data_dir = os.path.join(work_dir, "data")
     registry.problem(PROBLEM).generate_data(data_dir, tmp_dir)
     return data_dir
-
-
-def train_for_budget(data_dir: str, output_dir: str) -> dict:
-    """Trains for --minutes; returns steps, seconds and target tokens/s."""
-    result = train_without_evaluation(
-        PROBLEM,
-        FLAGS.hparams_set,
-        FLAGS.hparams,
-        data_dir,
-        output_dir,
-        **budget(FLAGS.minutes, FLAGS.average),
-        keep_checkpoint_max=40,  # All 30 of the budget: every point of the curve.
-        log_every_steps=100,
-        random_seed=FLAGS.seed,
-        xla=FLAGS.xla,
-    )
-    return run_summary(result)
 
 
 def score(gold: list[str], trees: list[str]) -> dict:
@@ -244,7 +227,13 @@ def main(argv: list[str]) -> None:
         output_dir = os.path.join(work_dir, f"train_{int(time.time())}")
         summary |= {"hparams_set": FLAGS.hparams_set, "hparams": FLAGS.hparams}
         started = time.time()
-        summary |= {"minutes": FLAGS.minutes, **train_for_budget(data_dir, output_dir)}
+        trained = train_for_budget(
+            PROBLEM, FLAGS.hparams_set, FLAGS.hparams, data_dir, output_dir,
+            FLAGS.minutes, FLAGS.average,
+            keep_checkpoint_max=40,  # All 30 of the budget: every point of the curve.
+            random_seed=FLAGS.seed, xla=FLAGS.xla,
+        )  # fmt: skip
+        summary |= {"minutes": FLAGS.minutes, **trained}
         summary["curve"] = curve(output_dir, data_dir, started, work_dir)
         if FLAGS.plot:
             plot(summary["curve"], summary["baselines"], FLAGS.plot)

@@ -28,7 +28,7 @@ import time
 
 from absl import app, flags
 from multi30k import PROBLEM, corpus_path, prepare_data, read_lines, score
-from one_device import budget, run_summary, train_without_evaluation
+from one_device import train_for_budget
 
 from t2t_keras import catalog
 from t2t_keras.run.loading import load_trained
@@ -58,22 +58,6 @@ flags.DEFINE_string("work_dir", None, "Where data and checkpoints go; a temporar
 FLAGS = flags.FLAGS
 
 
-def train_for_budget(data_dir: str, output_dir: str) -> dict:
-    """Trains for --minutes; returns steps, seconds, target tokens/s and the loss curve."""
-    result = train_without_evaluation(
-        PROBLEM,
-        FLAGS.hparams_set,
-        FLAGS.hparams,
-        data_dir,
-        output_dir,
-        **budget(FLAGS.minutes, FLAGS.average),
-        log_every_steps=100,
-        random_seed=FLAGS.seed,
-        mixed_precision=FLAGS.mixed_precision,
-    )
-    return run_summary(result)
-
-
 def decode_test_sets(run_dir: str, name: str, decode_hparams: str, test_sets: list[str]) -> dict:
     """Each test set's raw source translated by t2t-decoder's code path, and scored."""
     trained = load_trained(run_dir)
@@ -98,12 +82,16 @@ def main(argv: list[str]) -> None:
     FLAGS.work_dir = FLAGS.work_dir or tempfile.mkdtemp(prefix="multi30k_")
     data_dir = prepare_data(FLAGS.work_dir)
     output_dir = os.path.join(FLAGS.work_dir, f"train_{int(time.time())}")
+    trained = train_for_budget(
+        PROBLEM, FLAGS.hparams_set, FLAGS.hparams, data_dir, output_dir,
+        FLAGS.minutes, FLAGS.average, random_seed=FLAGS.seed, mixed_precision=FLAGS.mixed_precision,
+    )  # fmt: skip
     summary = {
         "system": "t2t_keras",
         "hparams_set": FLAGS.hparams_set,
         "hparams": FLAGS.hparams,
         "minutes": FLAGS.minutes,
-        **train_for_budget(data_dir, output_dir),
+        **trained,
         "checkpoints": {
             "last": decode_test_sets(output_dir, "last", FLAGS.decode_hparams, FLAGS.test_sets)
         },

@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 
 from absl import app, flags
-from one_device import budget, run_summary, train_without_evaluation
+from one_device import train_for_budget
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from local_tfds import write_archive, write_wmt14
@@ -142,9 +142,9 @@ def datagen_rates(root: Path, sources: dict[str, tuple]) -> tuple[str, dict[str,
 
 def train_and_score(data_dir: str, work_dir: Path) -> dict:
     output_dir = str(work_dir / f"train_{int(time.time())}")
-    result = train_without_evaluation(
+    summary = train_for_budget(
         FLAGS.problem, FLAGS.hparams_set, FLAGS.hparams, data_dir, output_dir,
-        **budget(FLAGS.minutes, FLAGS.average), log_every_steps=100, random_seed=1,
+        FLAGS.minutes, FLAGS.average, random_seed=1,
     )  # fmt: skip
     run_dir = os.path.join(output_dir, "averaged") if FLAGS.average > 1 else output_dir
     trained = load_trained(run_dir)
@@ -159,7 +159,7 @@ def train_and_score(data_dir: str, work_dir: Path) -> dict:
     references = read_text_lines(str(SHARED_WMT / "newstest2013.de"))
     scores = bleu.bleu_scores(hypotheses, references, "de")
     return {
-        **run_summary(result),
+        **summary,
         "newstest2013": {
             "sacrebleu": round(scores[0].score, 2),
             "tokenized_bleu": round(scores[1].score, 2),
