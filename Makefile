@@ -32,8 +32,10 @@ demo: $(VENV)/.installed
 # One pytest worker per core (pytest-xdist): most tests wait on tracing and
 # compiling, which is single-threaded. Work stealing: a worker left idle near
 # the end takes tests queued for the other instead of waiting for it.
+# Property tests draw the same examples on every run (Hypothesis's ci profile,
+# also plain pytest's default; tests/hypothesis_profiles.py).
 test: $(VENV)/.installed-test lint
-	$(BIN)/pytest -n auto --dist worksteal --durations=20
+	$(BIN)/pytest -n auto --dist worksteal --durations=20 --hypothesis-profile=ci
 
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check .

@@ -2,6 +2,10 @@
 the embedded number-words problem's data and a tiny model trained on it, and
 a pre-norm one with a vocabulary per language.
 
+Property tests run under Hypothesis's "ci" profile, the same examples on
+every run, unless pytest is given another (--hypothesis-profile=dev): see
+hypothesis_profiles.py.
+
 The CPU is split into two logical devices for the whole session.
 """
 
@@ -19,6 +23,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+from hypothesis_profiles import CI
+
+# The default, so that a plain `pytest` draws what `make test` draws;
+# --hypothesis-profile, applied after this file is read, overrides it.
+settings.load_profile(CI)
 
 # One pytest-xdist worker per core: each worker's TensorFlow (and each process a
 # test starts, which inherits this) gets its share of the cores rather than

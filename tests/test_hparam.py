@@ -7,8 +7,9 @@ import json
 from typing import Literal
 
 import pytest
-from hypothesis import example, given, settings
+from hypothesis import example, given
 from hypothesis import strategies as st
+from hypothesis_profiles import ci_budget
 
 from t2t_keras import registry
 from t2t_keras.hparam import HParams, HParamsError
@@ -351,7 +352,7 @@ OVERRIDE_PIECES = st.one_of(
 override_specs = st.lists(OVERRIDE_PIECES, max_size=12).map("".join)
 
 
-@settings(max_examples=400, deadline=None)
+@ci_budget(400, deadline=None)
 @given(override_specs, st.sampled_from([TransformerHParams, DecodeHParams]))
 @example("d_model=" + "9" * 5000, TransformerHParams)
 @example("beam_size=1\n2", DecodeHParams)

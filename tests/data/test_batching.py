@@ -7,8 +7,9 @@ import collections
 import numpy as np
 import pytest
 import tensorflow as tf
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
+from hypothesis_profiles import ci_budget
 
 from t2t_keras.data import batching
 from t2t_keras.data.ids import EOS_ID
@@ -69,7 +70,7 @@ def test_bucket_boundaries_errors(
         batching.bucket_boundaries(min_length, max_length, step)
 
 
-@settings(max_examples=50, deadline=None)
+@ci_budget(50, deadline=None)
 @given(st.integers(1, 40), st.integers(0, 500), st.floats(1.01, 3.0))
 def test_bucket_boundaries_increase_to_max_length(min_length: int, extra: int, step: float) -> None:
     boundaries = batching.bucket_boundaries(min_length, min_length + extra, step)
@@ -88,7 +89,7 @@ def batching_cases(draw: st.DrawFn) -> tuple[list[tuple[int, int]], int, int, in
     return examples, batch_size, max_length, min_length_bucket, step
 
 
-@settings(max_examples=25, deadline=None)
+@ci_budget(25, deadline=None)
 @given(batching_cases())
 def test_batches_respect_tokens_buckets_and_keep_every_example(
     case: tuple[list[tuple[int, int]], int, int, int, float],

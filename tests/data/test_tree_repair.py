@@ -6,8 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
+from hypothesis_profiles import ci_budget
 
 from t2t_keras.data import trees
 from t2t_keras.data.tree_repair import RULES, RepairCounts, output_tree
@@ -176,7 +177,7 @@ _trees = st.recursive(
 ).filter(lambda tree: not tree.is_preterminal)
 
 
-@settings(max_examples=150, deadline=None)
+@ci_budget(150, deadline=None)
 @given(_trees)
 def test_linearized_trees_come_back_and_score_100_against_themselves(tree: trees.Tree) -> None:
     target, words = trees.linearize(tree), tree.words()
