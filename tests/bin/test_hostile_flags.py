@@ -6,8 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from binaries import assert_user_error, run_in_process
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, example, given
 from hypothesis import strategies as st
+from hypothesis_profiles import ci_budget
 
 from t2t_keras import registry
 from t2t_keras.hparam import HParamsError
@@ -25,9 +26,7 @@ flag_specs = st.lists(
     ),
     max_size=10,
 ).map("".join)
-SETTINGS = settings(
-    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+SETTINGS = ci_budget(30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
 def one_paragraph(error: HParamsError) -> str:
@@ -39,6 +38,7 @@ def one_paragraph(error: HParamsError) -> str:
 @given(flag_specs)
 @example("num_heads=2,d_model=32")
 @example("d_model=" + "9" * 5000)
+@example("\ud800")  # What Python makes of a byte of argv that is not UTF-8 (surrogateescape).
 def test_trainer_hparams_are_shown_or_refused(spec: str) -> None:
     result = run_in_process(
         "t2t-trainer", "--hparams_help", "--hparams_set=transformer_tiny", f"--hparams={spec}"
@@ -57,6 +57,7 @@ def test_trainer_hparams_are_shown_or_refused(spec: str) -> None:
 @example("beam_size=2, alpha=0.5")
 @example("batch_size=\n")
 @example("num_samples=" + "9" * 5000)
+@example("beam_size=\udcff")
 def test_decoder_settings_are_parsed_or_refused(tmp_path: Path, spec: str) -> None:
     missing = tmp_path / "no_training_here"
     result = run_in_process("t2t-decoder", f"--output_dir={missing}", f"--decode_hparams={spec}")

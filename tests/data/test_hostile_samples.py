@@ -4,10 +4,13 @@ by a stated rule, each skip counted, the vocabulary and the shards whole.
 The rules (`t2t_keras.data.text_problem`): a side over max_chars characters,
 or text that is not valid Unicode, is skipped; a training sample with a blank
 side is skipped; everything else is kept, NUL bytes and controls included.
+Raw corpus files (`t2t_keras.data.corpus`) are read as UTF-8 or refused,
+naming the file and the first line that is not.
 """
 
 from __future__ import annotations
 
+import gzip
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,10 +18,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tensorflow as tf
-from hypothesis import HealthCheck, example, given, settings
+from hostile_bytes import first_bad_line, line_bytes
+from hypothesis import HealthCheck, example, given
 from hypothesis import strategies as st
+from hypothesis_profiles import ci_budget
 
-from t2t_keras.data import Text2TextProblem, records
+from t2t_keras.data import Text2TextProblem, corpus, records
 from t2t_keras.data.ids import EOS_ID
 from t2t_keras.data.text_problem import Sample, SampleCounts
 from t2t_keras.errors import UserError
@@ -81,12 +86,17 @@ def one_line(text: str) -> str:
     return " ".join(text.splitlines())
 
 
-@settings(
-    max_examples=15,
+@ci_budget(
+    15,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(train=samples, dev=samples, ordinary_dev=st.booleans())
+@example(
+    train=[{"inputs": "\ud800", "targets": "t"}, {"inputs": "x", "targets": "y \udfff"}],
+    dev=[{"inputs": "\ud800", "targets": "t"}],
+    ordinary_dev=True,
+)
 @example(
     train=[
         {"inputs": "", "targets": "x"},
@@ -179,3 +189,46 @@ def test_a_vocabulary_with_only_lines_too_long_for_sentencepiece_is_refused(
     problem = LongLineCorpus({"train": [{"inputs": "x" * 100_000, "targets": "y" * 100_000}]})
     with pytest.raises(UserError, match="over 4192 bytes"):
         problem.generate_data(str(tmp_path / "data"), str(tmp_path / "tmp"))
+
+
+# The two sides of a parallel corpus, as many lines each.
+raw_corpora = st.integers(0, 5).flatmap(
+    lambda count: st.tuples(
+        *[
+            st.lists(
+                line_bytes(b"one two\r", "zw\u00f6lf \u2028".encode()),
+                min_size=count,
+                max_size=count,
+            )
+        ]
+        * 2
+    )
+)
+
+
+@ci_budget(30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(raw_corpora, st.booleans())
+@example(([b"one", b"two \xed\xa0\x80"], [b"eins", b"zwei"]), False)
+@example(([b"one"], ["\udcff".encode("utf-8", "surrogatepass")]), True)
+def test_corpus_files_are_read_up_to_the_first_line_that_is_not_utf8_which_is_named(
+    tmp_path: Path, sides: tuple[list[bytes], list[bytes]], gzipped: bool
+) -> None:
+    paths = []
+    for name, lines in zip(("train.en", "train.de"), sides, strict=True):
+        data = b"".join(line + b"\n" for line in lines)
+        path = tmp_path / (f"{name}.gz" if gzipped else name)
+        path.write_bytes(gzip.compress(data) if gzipped else data)
+        paths.append(str(path))
+    # Line by line, the source side first: the first bad line stops the reading.
+    bad_lines = [first_bad_line(lines) or len(lines) + 1 for lines in sides]
+    stop = min(bad_lines)
+    pairs: list[tuple[str, str]] = []
+    try:
+        pairs.extend(corpus.read_parallel(*paths))
+    except UserError as error:
+        named = paths[bad_lines.index(stop)]
+        assert str(error).startswith(f"{named}, line {stop}: invalid UTF-8"), error
+    else:
+        assert stop > len(sides[0])
+    texts = [[line.decode("utf-8").rstrip("\r") for line in lines[: stop - 1]] for lines in sides]
+    assert pairs == list(zip(*texts, strict=True))
