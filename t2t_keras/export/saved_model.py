@@ -6,7 +6,9 @@ the graph), the trained weights and the XLA-compiled beam search. Its
 `outputs` [B] tf.string and `scores` [B] float32 (with return_beams,
 [B, K] each, best first). Loading it needs only TensorFlow and, for
 SentencePiece vocabularies, `import tensorflow_text` to register the
-tokenizer ops.
+tokenizer ops. Any bytes are taken, invalid UTF-8 too; a Python client
+whose string holds lone surrogates, of which TensorFlow makes no tf.string,
+encodes it first (errors="surrogatepass", say, or "replace").
 
 A parser's SavedModel (a problem with tree tokens, `Problem.tree_constraint`)
 searches under the tree constraint and returns in `outputs` the PTB trees

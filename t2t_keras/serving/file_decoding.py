@@ -20,7 +20,12 @@ from t2t_keras.errors import UserError
 from t2t_keras.files import check_writable, read_text_lines, write_atomically
 from t2t_keras.metrics.output_metrics import score
 from t2t_keras.run.loading import TrainedModel
-from t2t_keras.serving.translator import SentenceTranslator, Translation, Translator
+from t2t_keras.serving.translator import (
+    SentenceTranslator,
+    Translation,
+    Translator,
+    readable_texts,
+)
 
 
 @dataclasses.dataclass
@@ -49,9 +54,11 @@ def translate_lines(
     The model reads `problem.model_input(line)`, and each hypothesis becomes
     `problem.output_texts` of it (a parser's tree, never empty for a
     non-empty input); without a problem, lines and outputs are used as they are.
+    Lone surrogates are read as U+FFFD (`readable_texts`), by the problem too.
     """
     if problem is None:
         return translator.translate(sources, report)
+    sources = readable_texts(sources)
     translations = translator.translate([problem.model_input(s) for s in sources], report)
     for source, translation in zip(sources, translations, strict=True):
         if source.strip() and not translation.texts:  # No hypothesis ended: still one line.

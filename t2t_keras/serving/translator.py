@@ -12,12 +12,17 @@ characters or a byte order mark, U+FEFF; these are counted in a logged
 warning). Inputs longer than the model's max_length are cut to it, keeping
 EOS, by `encode_texts`, the one place inputs are cut (the exported
 SavedModel cuts with it too); `Translator.translate` logs how many were.
+A lone surrogate (U+D800-U+DFFF, a code point a Python string may hold,
+e.g. from bytes decoded with errors="surrogateescape", but no UTF-8 text
+can) is read as U+FFFD, the replacement character, by `readable_texts`;
+the inputs that held one are counted in a logged warning.
 """
 
 from __future__ import annotations
 
 import abc
 import dataclasses
+import re
 import time
 from collections.abc import Callable, Iterator, Sequence
 
@@ -34,6 +39,7 @@ from t2t_keras.search.settings import DecodeSettings
 from t2t_keras.search.shapes import search_padded
 
 PROGRESS_EVERY_SECONDS = 10.0
+_SURROGATES = re.compile("[\ud800-\udfff]")
 
 
 @dataclasses.dataclass
@@ -81,13 +87,15 @@ class SentenceTranslator(abc.ABC):
         """Each sentence's ids ending with EOS, and how many were cut.
 
         The row is empty for a blank sentence and for one the vocabulary
-        reads as no tokens (EOS alone): neither is decoded.
+        reads as no tokens (EOS alone): neither is decoded. Lone surrogates
+        are read as U+FFFD, uncounted (`translate` counts them).
         """
         rows: list[list[int]] = [[] for _ in sentences]
         kept = [i for i, sentence in enumerate(sentences) if sentence.strip()]
         if not kept:
             return rows, 0
-        texts = tf.constant([sentences[i] for i in kept], tf.string)
+        # TensorFlow makes no string tensor of a text holding a lone surrogate.
+        texts = tf.constant([_SURROGATES.sub("\ufffd", sentences[i]) for i in kept], tf.string)
         ids, cut = encode_texts(self.vocabs["inputs"], texts, self.max_length)
         for i, row in zip(kept, ids.to_list(), strict=True):
             rows[i] = row if len(row) > 1 else []
@@ -108,6 +116,7 @@ class SentenceTranslator(abc.ABC):
         Returns:
           One Translation per sentence.
         """
+        sentences = readable_texts(sentences)
         rows, truncated = self.encode(sentences)
         if truncated:
             logging.warning(
@@ -202,6 +211,24 @@ class Translator(SentenceTranslator):
                 )
             )
         return translations
+
+
+def readable_texts(texts: Sequence[str]) -> list[str]:
+    """The texts with each lone surrogate replaced by U+FFFD; logs how many held one.
+
+    A surrogate (U+D800-U+DFFF) is half of a UTF-16 pair, not a character: no
+    vocabulary, file or string tensor can hold one alone.
+    """
+    replaced = [_SURROGATES.subn("\ufffd", text) for text in texts]
+    held = sum(1 for _, count in replaced if count)
+    if held:
+        logging.warning(
+            "%d input(s) held lone surrogates (code points U+D800-U+DFFF, which are not "
+            "text, as from bytes decoded with errors='surrogateescape'); each was read as "
+            "U+FFFD.",
+            held,
+        )
+    return [text for text, _ in replaced]
 
 
 def encode_texts(

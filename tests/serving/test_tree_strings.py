@@ -112,6 +112,11 @@ def test_an_empty_batch_and_invalid_utf8_are_taken() -> None:
     assert empty.shape == [0]
     (tree,) = output_trees(tf.constant([b"a \xff b"]), tf.constant(["(S XX XX XX )S"])).numpy()
     assert tree == b"(TOP (S (XX a) (XX \xff) (XX b)))"
+    # A lone surrogate as a lenient encoder writes it: bytes that are not UTF-8 either.
+    surrogate = "(\ud800)".encode("utf-8", "surrogatepass")
+    assert model_inputs(tf.constant([surrogate])).numpy().tolist() == [b"-LRB-\xed\xa0\x80-RRB-"]
+    (tree,) = output_trees(tf.constant([surrogate]), tf.constant(["(S XX )S"])).numpy()
+    assert tree == b"(TOP (S (XX -LRB-\xed\xa0\x80-RRB-)))"
 
 
 def test_the_function_traces_with_unknown_shapes() -> None:
