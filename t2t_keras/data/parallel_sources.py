@@ -156,7 +156,12 @@ class TfdsTranslation:
         # Batches cross into Python with less overhead: 4x the pairs/s of single pairs.
         for batch in dataset.batch(1024).prefetch(2).as_numpy_iterator():
             for inputs, targets in zip(batch[source], batch[target], strict=True):
-                yield inputs.decode("utf-8"), targets.decode("utf-8")
+                # As the local files' reader does: bytes that are not UTF-8 stay
+                # readable, and datagen skips and counts such pairs.
+                yield (
+                    inputs.decode("utf-8", "surrogateescape"),
+                    targets.decode("utf-8", "surrogateescape"),
+                )
 
     def prepare(self, data_dir: str | None) -> None:
         """Downloads and prepares the dataset with TFDS unless it is ready in data_dir.

@@ -45,13 +45,13 @@ class LocalWmt14(tfds.core.GeneratorBasedBuilder, skip_registration=True):
     def _split_generators(self, dl_manager: Any) -> dict[str, Iterator[tuple[int, dict]]]:
         return {split: self._generate_examples(split) for split in SPLITS}
 
-    def _generate_examples(self, split: str) -> Iterator[tuple[int, dict[str, str]]]:
+    def _generate_examples(self, split: str) -> Iterator[tuple[int, dict[str, bytes]]]:
         other = self.builder_config.name.split("-")[0]
-        sides = {
-            language: (self.corpus_dir / f"{split}.{language}").read_text(encoding="utf-8")
+        # Bytes as they are, so a test can hold text that is not UTF-8, as web crawls do.
+        lines = {
+            language: (self.corpus_dir / f"{split}.{language}").read_bytes().splitlines()
             for language in ("en", other)
         }
-        lines = {language: text.splitlines() for language, text in sides.items()}
         for index, pair in enumerate(zip(lines["en"], lines[other], strict=True)):
             yield index, {"en": pair[0], other: pair[1]}
 

@@ -20,6 +20,7 @@ from t2t_keras import registry
 from t2t_keras.data import records
 
 PAIRS = {
+    # And one more train pair, written by `tfds_dir`, whose German is not UTF-8.
     "train": [
         (f"The house number {i} is red.", f"Das Haus Nummer {i} ist rot.") for i in range(60)
     ],
@@ -34,8 +35,10 @@ def tfds_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     corpus_dir = tmp_path_factory.mktemp("corpus")
     for split, pairs in PAIRS.items():
         for index, language in enumerate(("en", "de")):
-            text = "".join(f"{pair[index]}\n" for pair in pairs)
-            (corpus_dir / f"{split}.{language}").write_text(text, encoding="utf-8")
+            text = "".join(f"{pair[index]}\n" for pair in pairs).encode()
+            if split == "train":
+                text += b"A sentence.\n" if language == "en" else b"Kein UTF-8: \xff\n"
+            (corpus_dir / f"{split}.{language}").write_bytes(text)
     data_dir = tmp_path_factory.mktemp("tensorflow_datasets")
     write_wmt14(corpus_dir, data_dir)
     return data_dir
@@ -77,6 +80,8 @@ def test_tfds_source_reads_a_prepared_dataset_and_is_recorded(
     )
     assert result.returncode == 0, result.stderr
     assert "translate_ende_wmt8k: reading the tfds source (tensorflow-datasets" in result.stdout
+    # The pair whose German is not UTF-8 is skipped and counted, as local files' are.
+    assert "wrote 60 train examples to 100 shard(s); skipped 1 not valid Unicode" in result.stdout
     problem = registry.problem("translate_ende_wmt8k")
     counts = {
         split: records.count_records(problem.data_files(str(data_dir), split))
