@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 import tensorflow as tf
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
+from hypothesis_profiles import ci_budget
 
 from t2t_keras.data.ids import EOS_ID, PAD_ID, UNK_ID
 from t2t_keras.data.vocab import ByteVocabulary, SentencePieceVocabulary, Vocabulary
@@ -170,7 +171,7 @@ def test_graph_ops_in_a_saved_model(small_vocab: SentencePieceVocabulary, tmp_pa
     ]
 
 
-@settings(max_examples=50, deadline=None)
+@ci_budget(50, deadline=None)
 @given(st.lists(st.text(), min_size=1, max_size=4))
 def test_byte_vocabulary_round_trips_any_text(texts: list[str]) -> None:
     vocab = ByteVocabulary()
@@ -180,7 +181,7 @@ def test_byte_vocabulary_round_trips_any_text(texts: list[str]) -> None:
     assert _tf_round_trip(vocab, texts) == (encoded, texts)
 
 
-@settings(max_examples=30, deadline=None)
+@ci_budget(30, deadline=None)
 @given(st.lists(st.binary(), min_size=1, max_size=4))
 def test_byte_vocabulary_decodes_invalid_utf8_like_python(rows: list[bytes]) -> None:
     vocab = ByteVocabulary()
