@@ -12,6 +12,7 @@ import tensorflow as tf
 
 from t2t_keras import registry
 from t2t_keras.data import Text2TextProblem
+from t2t_keras.data import problem as problem_module
 from t2t_keras.models import TransformerHParams
 
 HPARAMS = TransformerHParams(batch_size=64, max_length=16)
@@ -97,3 +98,17 @@ def test_a_problem_can_set_its_own_max_length(data_dir: str) -> None:
     problem = ShortLengths()
     texts = decoded_inputs(problem.dataset("dev", HPARAMS.batching(), data_dir, deterministic=True))
     assert max(len(text) for text in texts) == 7
+
+
+@pytest.mark.parametrize("chains", [1, 2, 3])
+def test_parallel_chains_read_every_training_example_once_per_epoch(
+    data_dir: str, chains: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(problem_module, "_chains", lambda shards: chains)
+    problem = registry.problem("lengths")
+    once = decoded_inputs(problem.dataset("train", HPARAMS.batching(), data_dir, repeat=False))
+    expected = [str(i).ljust(i % 20 + 1, "x") for i in range(90)]
+    assert collections.Counter(once) == collections.Counter(t for t in expected if len(t) < 16)
+    # Repeated, every chain keeps coming: the first batches hold examples of every shard.
+    repeated = problem.dataset("train", HPARAMS.batching(), data_dir, seed=1).take(300)
+    assert set(decoded_inputs(repeated)) == set(once)
