@@ -1,68 +1,226 @@
-"""Data speed on Multi30k: t2t-datagen's sentence pairs/s, the input pipeline's tokens/s.
+"""t2t-datagen and the input pipeline at WMT size: time, memory, tokens/s per core.
 
-    .venv/bin/python benchmarks/data_speed.py [--shared_data=../shared/data]
+    .venv/bin/python benchmarks/data_speed.py [--sizes=500000,1500000,4500000]
+        [--work_dir=DIR] [--shared_data=../shared/data]
 
-Copies Multi30k's train and val files into a temporary tmp_dir as
-text2text_tmpdir expects, generates the data (vocabulary included), then
-reads training batches (transformer_base batching: 4096 tokens) and counts
-source + target tokens, padding excluded, per second. Tokens are counted in
-the graph, so the figure is the pipeline's and not Python's per-batch cost.
+1. Builds WMT14-sized English-German corpora from the real text of
+   ../shared/data (Multi30k train and newstest2008-2012): each line joins two
+   sentence pairs drawn at random (seeded), so 4.5M lines hardly repeat, and
+   lays them out as translate_ende_wmt_bpe37k's local source (train.{en,de},
+   newstest2013 as dev). The corpus of each size is the start of the largest.
+2. Runs `t2t-datagen` on each as its own process: wall time (and when the
+   vocabulary was done), pairs/s, peak resident memory, shards on disk.
+3. Reads the largest one's training batches (transformer_base batching,
+   4,096 tokens a batch) in a process held to one core, then to every core:
+   target tokens/s, padding excluded, and how many cores feed 8 GPUs that
+   train at --gpu_tokens_per_second each.
+
+Prints one JSON line per measurement.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
-import statistics
-import tempfile
+import random
+import resource
+import shutil
+import subprocess
+import sys
 import time
+from collections.abc import Iterator
 
-import tensorflow as tf
+import t2t_commands
 from absl import app, flags
-from multi30k import prepare_tmp_dir
+from multi30k import corpus_path
 
-from t2t_keras import catalog, registry
+PROBLEM = "translate_ende_wmt_bpe37k"
+WMT_TRAIN = ("newstest2008", "newstest2009", "newstest2010", "newstest2011", "newstest2012")
 
-flags.DEFINE_integer("batches", 500, "Batches read per timed pass.")
-flags.DEFINE_integer("runs", 3, "Timed passes of the input pipeline.")
+flags.DEFINE_list("sizes", ["500000", "1500000", "4500000"], "Corpus sizes in sentence pairs.")
+flags.DEFINE_string("work_dir", "/tmp/t2t_data_speed", "Where corpora and shards go (~4 GB).")
+flags.DEFINE_integer("seconds", 60, "Timed reading of the input pipeline, per measurement.")
+flags.DEFINE_float(
+    "gpu_tokens_per_second",
+    216_000,
+    "Target tokens/s one GPU trains at: HF Marian at transformer_base size on an H200, bf16.",
+)
+flags.DEFINE_string("pipeline_only", None, "Internal: measure the pipeline of this data_dir.")
 FLAGS = flags.FLAGS
 
 
-def count_tokens(batch: dict[str, tf.Tensor]) -> tf.Tensor:
-    return tf.math.count_nonzero(batch["inputs"]) + tf.math.count_nonzero(batch["targets"])
+def describe_machine() -> dict:
+    """The CPU these figures are from: model, cores, its vector extensions."""
+    with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+        pairs = [line.split(":", 1) for line in cpuinfo.read().splitlines() if ":" in line]
+    fields = {key.strip(): value.strip() for key, value in reversed(pairs)}
+    flags_seen = set(fields.get("flags", "").split())
+    wanted = ("avx2", "avx512f", "avx512_bf16", "amx_bf16")
+    return {
+        "cpu": fields.get("model name", "unknown"),
+        "cores": len(os.sched_getaffinity(0)),
+        "cpu_flags": [flag for flag in wanted if flag in flags_seen],
+    }
 
 
-def pipeline_tokens_per_second(problem, data_dir: str) -> float:
-    hparams = registry.hparams("transformer_base")
-    dataset = problem.dataset("train", hparams.batching(), data_dir).map(count_tokens)
-    iterator = iter(dataset)
-    next(iterator)  # Fill buffers.
-    start, tokens = time.perf_counter(), 0
-    for _ in range(FLAGS.batches):
-        tokens += int(next(iterator))
-    return tokens / (time.perf_counter() - start)
+def base_pairs() -> list[tuple[str, str]]:
+    """The real English-German pairs the corpora are made of."""
+    wmt = os.path.join(FLAGS.shared_data, "wmt")
+    files = [(corpus_path("train", "en"), corpus_path("train", "de"))]
+    files += [(f"{wmt}/{name}.en", f"{wmt}/{name}.de") for name in WMT_TRAIN]
+    pairs = []
+    for english, german in files:
+        with open(english, encoding="utf-8") as source, open(german, encoding="utf-8") as target:
+            pairs += [(s.strip(), t.strip()) for s, t in zip(source, target, strict=True)]
+    return [(source, target) for source, target in pairs if source and target]
+
+
+def joined_pairs(pairs: list[tuple[str, str]], seed: int = 1) -> Iterator[tuple[str, str]]:
+    """Endless pairs, each two random base pairs joined, the same for the same seed."""
+    rng = random.Random(seed)
+    while True:
+        (s1, t1), (s2, t2) = rng.choice(pairs), rng.choice(pairs)
+        yield f"{s1} {s2}", f"{t1} {t2}"
+
+
+def write_corpora(sizes: list[int]) -> dict[int, str]:
+    """tmp_dirs holding the first `size` joined pairs each, and the dev set; made once."""
+    tmp_dirs = {size: os.path.join(FLAGS.work_dir, f"tmp_{size}") for size in sizes}
+    if all(os.path.exists(os.path.join(d, "train.de")) for d in tmp_dirs.values()):
+        return tmp_dirs
+    with contextlib.ExitStack() as stack:
+        files = {}
+        for size, tmp_dir in tmp_dirs.items():
+            os.makedirs(tmp_dir, exist_ok=True)
+            for language in ("en", "de"):
+                shutil.copy(f"{FLAGS.shared_data}/wmt/newstest2013.{language}", tmp_dir)
+                path = f"{tmp_dir}/train.{language}.part"
+                files[size, language] = stack.enter_context(open(path, "w", encoding="utf-8"))
+        pairs = joined_pairs(base_pairs())
+        for index in range(max(sizes)):
+            source, target = next(pairs)
+            for size in sizes:
+                if index < size:
+                    files[size, "en"].write(source + "\n")
+                    files[size, "de"].write(target + "\n")
+    for (size, language), file in files.items():
+        os.replace(file.name, os.path.join(tmp_dirs[size], f"train.{language}"))
+    return tmp_dirs
+
+
+def run_datagen(size: int, tmp_dir: str) -> dict:
+    """t2t-datagen on tmp_dir as a process: wall time, peak RSS, its lines with their times."""
+    data_dir = os.path.join(FLAGS.work_dir, f"data_{size}")
+    shutil.rmtree(data_dir, ignore_errors=True)
+    command = [
+        t2t_commands.command("t2t-datagen"),
+        f"--problem={PROBLEM}",
+        f"--data_dir={data_dir}",
+        f"--tmp_dir={tmp_dir}",
+    ]
+    start = time.perf_counter()
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    assert process.stdout is not None
+    lines = [(round(time.perf_counter() - start, 1), line.strip()) for line in process.stdout]
+    _, status, usage = os.wait4(process.pid, 0)
+    seconds = time.perf_counter() - start
+    if status != 0:
+        raise RuntimeError(f"t2t-datagen failed ({status}): {lines}")
+    vocab_seconds = next((t for t, line in lines if "vocabulary" in line), None)
+    return {
+        "what": "datagen",
+        "pairs": size,
+        "seconds": round(seconds, 1),
+        "vocabulary_seconds": vocab_seconds,
+        "pairs_per_second": round(size / seconds),
+        "peak_rss_gib": round(usage.ru_maxrss / 2**20, 2),
+        "disk_gib": round(_size(data_dir) / 2**30, 2),
+        "corpus_gib": round(_size(tmp_dir) / 2**30, 2),
+        "lines": [line for _, line in lines],
+        "data_dir": data_dir,
+    }
+
+
+def _size(directory: str) -> int:
+    return sum(entry.stat().st_size for entry in os.scandir(directory) if entry.is_file())
+
+
+def run_pipeline(data_dir: str, cores: list[int]) -> dict:
+    """This script's pipeline measurement in a process held to `cores`."""
+    environment = dict(os.environ, TF_NUM_INTRAOP_THREADS=str(len(cores)))
+    command = [
+        sys.executable,
+        __file__,
+        f"--pipeline_only={data_dir}",
+        f"--seconds={FLAGS.seconds}",
+    ]
+    output = subprocess.run(
+        command,
+        env=environment,
+        check=True,
+        capture_output=True,
+        text=True,
+        preexec_fn=lambda: os.sched_setaffinity(0, cores),
+    ).stdout
+    result = json.loads(output.strip().splitlines()[-1])
+    result["cores"] = len(cores)
+    result["cores_for_8_gpus"] = round(
+        8 * FLAGS.gpu_tokens_per_second / result["target_tokens_per_second"] * len(cores), 1
+    )
+    return result
+
+
+def measure_pipeline(data_dir: str) -> dict:
+    """Reads training batches for FLAGS.seconds; target and source tokens/s, no padding."""
+    import tensorflow as tf
+
+    from t2t_keras import catalog, registry
+
+    catalog.load()
+    batching = registry.hparams("transformer_base").batching()
+    dataset = registry.problem(PROBLEM).dataset("train", batching, data_dir)
+    # Counted in the graph, 64 batches a step: the figure is the pipeline's, not Python's.
+    counts = dataset.map(
+        lambda batch: tf.stack(
+            [tf.math.count_nonzero(batch["targets"]), tf.math.count_nonzero(batch["inputs"])]
+        )
+    ).batch(64)
+    iterator = iter(counts)
+    next(iterator)  # Fill the shuffle buffer and the prefetch.
+    targets = sources = batches = 0
+    start = time.perf_counter()
+    while time.perf_counter() - start < FLAGS.seconds:
+        step = next(iterator).numpy()
+        targets, sources = targets + int(step[:, 0].sum()), sources + int(step[:, 1].sum())
+        batches += len(step)
+    seconds = time.perf_counter() - start
+    return {
+        "what": "pipeline",
+        "batches": batches,
+        "target_tokens_per_second": round(targets / seconds),
+        "source_and_target_tokens_per_second": round((targets + sources) / seconds),
+        "peak_rss_gib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2),
+    }
 
 
 def main(argv: list[str]) -> None:
-    catalog.load()
     del argv
-    with tempfile.TemporaryDirectory() as work:
-        tmp_dir, data_dir = os.path.join(work, "tmp"), os.path.join(work, "data")
-        os.makedirs(tmp_dir)
-        prepare_tmp_dir(tmp_dir)
-        problem = registry.problem("text2text_tmpdir")
-        start = time.perf_counter()
-        problem.generate_data(data_dir, tmp_dir)
-        seconds = time.perf_counter() - start
-        pairs = 29_000 + 1_014
-        print(
-            f"datagen: {pairs} pairs (vocabulary included) in {seconds:.1f} s, "
-            f"{pairs / seconds:.0f} pairs/s"
-        )
-        rates = [pipeline_tokens_per_second(problem, data_dir) for _ in range(FLAGS.runs)]
-        print(
-            f"input pipeline: median {statistics.median(rates):,.0f} tokens/s "
-            f"(source + target, no padding; runs: {', '.join(f'{r:,.0f}' for r in rates)})"
-        )
+    if FLAGS.pipeline_only:
+        print(json.dumps(measure_pipeline(FLAGS.pipeline_only)))
+        return
+    machine = describe_machine()
+    sizes = sorted(int(size) for size in FLAGS.sizes)
+    start = time.perf_counter()
+    tmp_dirs = write_corpora(sizes)
+    print(json.dumps({"what": "corpora", "seconds": round(time.perf_counter() - start, 1)}))
+    results = [run_datagen(size, tmp_dirs[size]) for size in sizes]
+    for result in results:
+        print(json.dumps({**result, "machine": machine}), flush=True)
+    largest = results[-1]["data_dir"]
+    all_cores = sorted(os.sched_getaffinity(0))
+    for cores in ([all_cores[0]], all_cores):
+        print(json.dumps({**run_pipeline(largest, cores), "machine": machine}), flush=True)
 
 
 if __name__ == "__main__":
