@@ -57,10 +57,16 @@ def _bracket_f1(hypotheses: Sequence[str], references: Sequence[str]) -> tuple[f
     scores = score_lines(references, hypotheses, names=("reference", "output"))
     errors = [(n, s.error) for n, s in enumerate(scores, start=1) if s.status == ERROR]
     for number, error in errors[:_ERRORS_LOGGED]:
-        logging.warning("Sentence %d is an error sentence: %s.", number, error)
+        logging.warning("Sentence %d is an error sentence: %s.", number, _printable(error))
     if len(errors) > _ERRORS_LOGGED:
         logging.warning("... and %d more error sentences.", len(errors) - _ERRORS_LOGGED)
     if warning := outer_bracket_warning(references, hypotheses):
-        logging.warning("%s", warning)
+        logging.warning("%s", _printable(warning))
     everything, _ = summarize(scores)
     return everything.f1, format_report(scores)
+
+
+def _printable(message: str | None) -> str:
+    """The message with lone surrogates (from a Python caller's strings) as \\udXXX
+    escapes: no UTF-8 log or stream can write them as they are."""
+    return str(message).encode("utf-8", "backslashreplace").decode("utf-8")
