@@ -2,7 +2,9 @@
 
 User errors print one paragraph and exit with status 2; a trainer stopped
 from outside exits with the status that asks for a restart; a write that
-found no room says so. Nothing here imports TensorFlow.
+found no room says so. Before TensorFlow loads, its oneDNN kernels are turned
+on where TensorFlow would leave them off and they pay (`t2t_keras.machine`);
+the log says what was chosen and why. Nothing here imports TensorFlow.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import NoReturn
 
 from absl import app, flags, logging
 
+from t2t_keras import machine
 from t2t_keras.bin import tensor2tensor_flags, tensorflow_logs
 from t2t_keras.errors import UserError
 from t2t_keras.termination import Restartable
@@ -53,6 +56,10 @@ def run(
         if len(argv) > 1:
             fail(f"unexpected arguments {' '.join(argv[1:])!r}; every option is a --flag.")
         if uses_tensorflow:
+            if "tensorflow" not in sys.modules:  # Loaded already (in-process tests): too late.
+                logging.info(
+                    "TensorFlow's oneDNN kernels: %s", machine.apply_onednn_choice().reason
+                )
             tensorflow_logs.import_tensorflow(verbose=FLAGS.verbosity > 0)
         try:
             return main()

@@ -21,6 +21,15 @@ XLA_HELP = (
     "device allows it)."
 )
 PRECISIONS = ("off", "fp16", "bf16")
+# --mixed_precision's choices: "auto" is resolved to one of PRECISIONS where
+# the devices are known (t2t_keras.training.hardware.resolve_mixed_precision).
+PRECISION_AUTO = "auto"
+PRECISION_CHOICES = (PRECISION_AUTO, *PRECISIONS)
+PRECISION_HELP = (
+    "auto: bfloat16 where the hardware runs it natively (a CPU with AVX512_BF16 or AMX, a GPU "
+    "of compute capability 8.0 or more), float32 elsewhere; off: float32; fp16: float16 with "
+    "dynamic loss scaling; bf16: bfloat16."
+)
 STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
 # Where a translation problem with several sources reads its corpus (--data_source):
 # "auto" chooses among the others (`TranslateProblem.sources`).

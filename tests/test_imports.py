@@ -28,6 +28,7 @@ LAYERS = (
     (
         "t2t_keras.files",
         "t2t_keras.hparam",
+        "t2t_keras.machine",
         "t2t_keras.modes",
         "t2t_keras.termination",
         "t2t_keras.usr_dir",
