@@ -8,7 +8,9 @@ r"""t2t-benchmark: times training steps, decoding or matrix products; one JSON l
 
 Random weights and ids: no data or training directory is needed. Training and
 decoding also time a matrix product at the precision they use, the reference
-of `utilization`; --mode=matmul prints that rate for fp32 and bf16.
+of `utilization`; --mode=matmul prints that rate for fp32 and bf16. Every line
+names the machine: the CPU, its AVX2 / AVX-512 / AVX512_BF16 / AMX flags,
+whether TensorFlow's oneDNN kernels were on, and the float32 matmul rate.
 """
 
 from __future__ import annotations
@@ -42,7 +44,10 @@ flags.DEFINE_integer("num_gpus", 0, "Training: local GPUs to use; 0 = all.")
 flags.DEFINE_integer("cpu_devices", 0, "Split the CPU into this many logical devices; 0 = not.")
 flag_groups.define_xla_flag(None)  # Unset: each mode as the binary that runs it (below).
 flags.DEFINE_enum(
-    "mixed_precision", "off", modes.PRECISIONS, "off: float32; fp16: float16; bf16: bfloat16."
+    "mixed_precision",
+    modes.PRECISION_AUTO,
+    modes.PRECISION_CHOICES,
+    f"{modes.PRECISION_HELP} Decoding takes auto as float32, as t2t-decoder decodes.",
 )
 flags.DEFINE_integer("beam_size", 4, "Decoding: hypotheses per sentence; 1 = greedy.")
 flags.DEFINE_integer("decode_batch", 32, "Decoding: sentences decoded together.", lower_bound=1)
@@ -63,20 +68,28 @@ def main() -> int:
     from t2t_keras.benchmark import measure
 
     if FLAGS.mode == "matmul":
-        for precision in ("off", "bf16"):
-            _print(measure.matmul(precision, FLAGS.matmul_size, FLAGS.steps, FLAGS.warmup_steps))
+        results = [
+            measure.matmul(precision, FLAGS.matmul_size, FLAGS.steps, FLAGS.warmup_steps)
+            for precision in ("off", "bf16")
+        ]
+        for result in results:
+            _print(result, results[0]["flops_per_s"])
         return 0
     hparams = flag_groups.resolve_hparams()
     if not isinstance(hparams, TransformerHParams):
         raise UserError(f"--hparams_set={FLAGS.hparams_set} is not a Transformer's hparams set.")
     if hparams.vocab_size == 0:
         hparams = hparams.override(f"vocab_size={_DEFAULT_VOCAB_SIZE}")
-    rate = measure.matmul(FLAGS.mixed_precision, FLAGS.matmul_size, 3, 1)["flops_per_s"]
+    precision = _precision()
+    fp32_rate = measure.matmul("off", FLAGS.matmul_size, 3, 1)["flops_per_s"]
+    rate = fp32_rate
+    if precision != "off":
+        rate = measure.matmul(precision, FLAGS.matmul_size, 3, 1)["flops_per_s"]
     if FLAGS.mode == "train":
         result = measure.train(
             hparams,
             _strategy(),
-            _train_config(),
+            _train_config(precision),
             FLAGS.batch_sentences,
             FLAGS.src_length,
             FLAGS.tgt_length,
@@ -85,19 +98,32 @@ def main() -> int:
             rate,
         )
     else:
-        result = _decode(hparams, rate)
-    _print({"hparams_set": FLAGS.hparams_set, **result})
+        result = _decode(hparams, precision, rate)
+    _print({"hparams_set": FLAGS.hparams_set, **result}, fp32_rate)
     return 0
 
 
-def _decode(hparams: TransformerHParams, rate: float) -> dict:
+def _precision() -> str:
+    """--mixed_precision resolved: auto trains as t2t-trainer would and decodes in float32."""
+    from absl import logging
+
+    from t2t_keras.training.hardware import resolve_mixed_precision
+
+    if FLAGS.mode == "decode" and FLAGS.mixed_precision == modes.PRECISION_AUTO:
+        return "off"
+    precision, why = resolve_mixed_precision(FLAGS.mixed_precision)
+    logging.info("Mixed precision: %s.", why)
+    return precision
+
+
+def _decode(hparams: TransformerHParams, precision: str, rate: float) -> dict:
     from t2t_keras.benchmark import measure
 
     try:
         return measure.decode(
             hparams,
             _xla(),
-            FLAGS.mixed_precision,
+            precision,
             FLAGS.beam_size,
             FLAGS.decode_batch,
             FLAGS.src_length,
@@ -118,10 +144,10 @@ def _strategy() -> Any:
     return make_strategy(FLAGS.distribution_strategy, FLAGS.num_gpus)
 
 
-def _train_config() -> Any:
+def _train_config(precision: str) -> Any:
     from t2t_keras.training.config import TrainConfig
 
-    return TrainConfig(xla=_xla(), mixed_precision=FLAGS.mixed_precision)
+    return TrainConfig(xla=_xla(), mixed_precision=precision)
 
 
 def _xla() -> str:
@@ -131,8 +157,11 @@ def _xla() -> str:
     return "attention" if FLAGS.mode == "train" else "full"
 
 
-def _print(measurement: dict) -> None:
-    print(json.dumps(measurement), flush=True)
+def _print(measurement: dict, matmul_fp32_flops_per_s: float) -> None:
+    """One JSON line: the measurement, then the machine it was measured on."""
+    from t2t_keras.benchmark import host
+
+    print(json.dumps({**measurement, **host.describe(matmul_fp32_flops_per_s)}), flush=True)
 
 
 def run() -> None:

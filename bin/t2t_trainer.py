@@ -90,10 +90,7 @@ flags.DEFINE_integer(
 )
 flag_groups.define_xla_flag("attention")
 flags.DEFINE_enum(
-    "mixed_precision",
-    "off",
-    modes.PRECISIONS,
-    "off: float32; fp16: float16 with dynamic loss scaling; bf16: bfloat16.",
+    "mixed_precision", modes.PRECISION_AUTO, modes.PRECISION_CHOICES, modes.PRECISION_HELP
 )
 flags.DEFINE_list(
     "profile_steps", None, "FIRST,LAST: trace these steps with the TensorFlow profiler."
@@ -141,7 +138,10 @@ def main() -> int:
 
 
 def _config() -> TrainConfig:
+    from absl import logging
+
     from t2t_keras.training.config import TrainConfig
+    from t2t_keras.training.hardware import resolve_mixed_precision
 
     profile_steps = None
     if FLAGS.profile_steps:
@@ -153,6 +153,8 @@ def _config() -> TrainConfig:
                 "give FIRST,LAST, e.g. --profile_steps=10,20."
             ) from None
         profile_steps = (first, last)
+    precision, why = resolve_mixed_precision(FLAGS.mixed_precision)
+    logging.info("Mixed precision: %s.", why)
     return TrainConfig(
         train_steps=FLAGS.train_steps,
         eval_steps=FLAGS.eval_steps,
@@ -167,7 +169,7 @@ def _config() -> TrainConfig:
         deterministic=FLAGS.deterministic,
         skip_corrupt_records=FLAGS.skip_corrupt_records,
         xla=FLAGS.xla,
-        mixed_precision=FLAGS.mixed_precision,
+        mixed_precision=precision,
         profile_steps=profile_steps,
     )
 

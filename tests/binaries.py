@@ -33,11 +33,20 @@ def script(binary: str) -> Path:
 
 
 def run(
-    binary: str, *args: str, stdin: str | None = None, timeout: int = 300
+    binary: str,
+    *args: str,
+    stdin: str | None = None,
+    timeout: int = 300,
+    env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess:
-    """Runs an installed console script; its output is captured as text."""
+    """Runs an installed console script (in `env` if given); its output is captured as text."""
     return subprocess.run(
-        [str(script(binary)), *args], capture_output=True, text=True, timeout=timeout, input=stdin
+        [str(script(binary)), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        input=stdin,
+        env=env,
     )
 
 

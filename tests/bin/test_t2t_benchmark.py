@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from binaries import assert_user_error, run, run_in_process
 
+from t2t_keras import machine
 from t2t_keras.benchmark import flops
 from t2t_keras.models import TransformerHParams
+from t2t_keras.training import hardware
 
 TINY = ["--hparams_set=transformer_tiny", "--steps=1", "--warmup_steps=1", "--matmul_size=1024"]
 COMMON_KEYS = {"mode", "steps", "step_time_s", "flops_per_s", "utilization", "peak_rss_mb"}
 RATE_KEYS = {"tgt_tokens_per_s", "tokens_per_s", "sentences_per_s", "xla", "precision"}
+MACHINE_KEYS = {"cpu", "cores", "cpu_flags", "onednn", "matmul_fp32_flops_per_s"}
+TRAIN_SHAPE = ["--batch_sentences=8", "--src_length=9", "--tgt_length=7"]
 
 
 def measurements(stdout: str) -> list[dict]:
@@ -24,10 +29,10 @@ def measurements(stdout: str) -> list[dict]:
     [
         (
             "train",
-            ["--batch_sentences=8", "--src_length=9", "--tgt_length=7"],
+            [*TRAIN_SHAPE, "--mixed_precision=off"],
             {"hparams_set": "transformer_tiny", "batch_sentences": 8, "src_length": 9},
         ),
-        (
+        (  # Decoding takes the default, auto, as float32: as t2t-decoder decodes.
             "decode",
             ["--beam_size=2", "--decode_batch=3", "--src_length=6", "--fixed_output_length=8"],
             {"beam_size": 2, "decode_batch": 3, "fixed_output_length": 8},
@@ -40,7 +45,7 @@ def test_train_and_decode_print_one_measurement(
     result = run_in_process("t2t-benchmark", f"--mode={mode}", *TINY, *shape)
     assert result.returncode == 0, result.stderr
     (measurement,) = measurements(result.stdout)
-    assert set(measurement) >= COMMON_KEYS | RATE_KEYS
+    assert set(measurement) >= COMMON_KEYS | RATE_KEYS | MACHINE_KEYS
     assert {key: measurement[key] for key in expected} == expected
     assert measurement["mode"] == mode and measurement["precision"] == "fp32"
     assert 0.0 < measurement["utilization"] < 1.5
@@ -59,15 +64,46 @@ def test_a_target_vocabulary_of_its_own_size_trains() -> None:
     assert measurement["mode"] == "train" and measurement["batch_sentences"] == 4
 
 
-def test_matmul_prints_fp32_and_bf16_rates_as_a_real_program() -> None:
-    result = run("t2t-benchmark", "--mode=matmul", "--steps=2", "--matmul_size=256")
+@pytest.mark.parametrize(
+    ("flags", "onednn_on", "expected"),
+    [
+        ({"avx2", "fma", "avx512f", "avx512_bf16"}, True, "bf16"),
+        ({"avx2", "fma", "avx512f", "avx512_bf16"}, False, "fp32"),
+        ({"avx2", "fma"}, True, "fp32"),
+    ],
+)
+def test_auto_trains_in_the_precision_the_faked_cpu_runs_natively(
+    monkeypatch: pytest.MonkeyPatch, flags: set[str], onednn_on: bool, expected: str
+) -> None:
+    cpu = machine.Cpu("Faked CPU", frozenset(flags), "x86_64", "Linux")
+    monkeypatch.setattr(machine, "read_cpu", lambda *_: cpu)
+    monkeypatch.setattr(hardware, "onednn_enabled", lambda: onednn_on)
+    result = run_in_process("t2t-benchmark", "--mode=train", *TINY, *TRAIN_SHAPE)
     assert result.returncode == 0, result.stderr
+    (measurement,) = measurements(result.stdout)
+    assert measurement["precision"] == expected and measurement["cpu"] == "Faked CPU"
+    assert measurement["cpu_flags"]["avx512_bf16"] is ("avx512_bf16" in flags)
+
+
+def test_matmul_prints_fp32_and_bf16_rates_and_the_machine_as_a_real_program() -> None:
+    # The user's TF_ENABLE_ONEDNN_OPTS wins over TensorFlow's default and ours.
+    env = {**os.environ, "TF_ENABLE_ONEDNN_OPTS": "0"}
+    result = run("t2t-benchmark", "--mode=matmul", "--steps=2", "--matmul_size=256", env=env)
+    assert result.returncode == 0, result.stderr
+    assert "oneDNN kernels: TF_ENABLE_ONEDNN_OPTS=0 is set, so it is kept" in result.stderr
     fp32, bf16 = measurements(result.stdout)
     assert (fp32["precision"], bf16["precision"]) == ("fp32", "bf16")
+    cpu = machine.read_cpu()
     for measurement in (fp32, bf16):
-        assert set(measurement) >= COMMON_KEYS and measurement["matmul_size"] == 256
+        assert set(measurement) >= COMMON_KEYS | MACHINE_KEYS and measurement["matmul_size"] == 256
         assert measurement["flops_per_s"] == pytest.approx(2 * 256**3 / measurement["step_time_s"])
         assert 0.0 < measurement["utilization"] < 1.5
+        assert measurement["onednn"] is False
+        assert (
+            measurement["cpu"] == (cpu.model or "unknown")
+            and measurement["cpu_flags"] == cpu.isa_flags
+        )
+        assert measurement["matmul_fp32_flops_per_s"] == fp32["flops_per_s"]
 
 
 def test_an_output_shorter_than_the_source_is_refused() -> None:
