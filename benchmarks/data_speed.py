@@ -50,20 +50,6 @@ flags.DEFINE_string("pipeline_only", None, "Internal: measure the pipeline of th
 FLAGS = flags.FLAGS
 
 
-def describe_machine() -> dict:
-    """The CPU these figures are from: model, cores, its vector extensions."""
-    with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
-        pairs = [line.split(":", 1) for line in cpuinfo.read().splitlines() if ":" in line]
-    fields = {key.strip(): value.strip() for key, value in reversed(pairs)}
-    flags_seen = set(fields.get("flags", "").split())
-    wanted = ("avx2", "avx512f", "avx512_bf16", "amx_bf16")
-    return {
-        "cpu": fields.get("model name", "unknown"),
-        "cores": len(os.sched_getaffinity(0)),
-        "cpu_flags": [flag for flag in wanted if flag in flags_seen],
-    }
-
-
 def base_pairs() -> list[tuple[str, str]]:
     """The real English-German pairs the corpora are made of."""
     wmt = os.path.join(FLAGS.shared_data, "wmt")
@@ -209,18 +195,19 @@ def main(argv: list[str]) -> None:
     if FLAGS.pipeline_only:
         print(json.dumps(measure_pipeline(FLAGS.pipeline_only)))
         return
-    machine = describe_machine()
+    machine = t2t_commands.machine_facts()
     sizes = sorted(int(size) for size in FLAGS.sizes)
     start = time.perf_counter()
     tmp_dirs = write_corpora(sizes)
-    print(json.dumps({"what": "corpora", "seconds": round(time.perf_counter() - start, 1)}))
+    seconds = round(time.perf_counter() - start, 1)
+    print(json.dumps({"what": "corpora", "seconds": seconds, **machine}))
     results = [run_datagen(size, tmp_dirs[size]) for size in sizes]
     for result in results:
-        print(json.dumps({**result, "machine": machine}), flush=True)
+        print(json.dumps({**result, **machine}), flush=True)
     largest = results[-1]["data_dir"]
     all_cores = sorted(os.sched_getaffinity(0))
     for cores in ([all_cores[0]], all_cores):
-        print(json.dumps({**run_pipeline(largest, cores), "machine": machine}), flush=True)
+        print(json.dumps({**run_pipeline(largest, cores), **machine}), flush=True)
 
 
 if __name__ == "__main__":

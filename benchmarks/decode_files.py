@@ -56,7 +56,7 @@ from typing import Any  # noqa: E402
 
 from absl import app, flags  # noqa: E402
 from rounds import markdown_table, median_ratio, round_order  # noqa: E402
-from t2t_commands import command, run, timed_run  # noqa: E402
+from t2t_commands import command, machine_facts, run, timed_run  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "multi30k"
 RUNTIMES = ("tensorflow", "saved_model", "ctranslate2 float32", "ctranslate2 int8")
@@ -121,6 +121,15 @@ def cache_dirs(work_dir: Path) -> dict[str, str]:
     return {runtime: str(directory) for runtime, directory in dirs.items()}
 
 
+# The machine's fields (`machine_facts`), measured once in main and added to every line.
+MACHINE: dict[str, Any] = {}
+
+
+def emit(result: dict[str, Any]) -> None:
+    """One JSON line: a result, then the machine it was measured on."""
+    print(json.dumps({**result, **MACHINE}), flush=True)
+
+
 def environment(cache_dir: str) -> dict[str, str]:
     """This process's environment, TensorFlow's XLA cache set to cache_dir ("": none)."""
     flag = f"--tf_xla_persistent_cache_directory={cache_dir}" if cache_dir else ""
@@ -163,7 +172,7 @@ def interactive(dirs: dict[str, str], work_dir: Path) -> list[dict[str, Any]]:
             "later_lines_median_seconds": round(statistics.median(seconds[1:]), 3),
             "later_lines_max_seconds": round(max(seconds[1:]), 3),
         }
-        print(json.dumps(result), flush=True)
+        emit(result)
         results.append(result)
     return results
 
@@ -200,7 +209,7 @@ def one_round(
             "short_wall_seconds": round(short_seconds, 2),
             "bleu": bleu(output, FLAGS.reference),
         }
-        print(json.dumps(result), flush=True)
+        emit(result)
         results.append(result)
     return results
 
@@ -215,12 +224,15 @@ def profile_in_subprocess(work_dir: Path, cache_dir: str, name: str) -> dict[str
     profile = json.loads(stdout.strip().splitlines()[-1])
     profile["process_wall_seconds"] = round(wall, 2)
     profile["cache"] = name
-    print(json.dumps(profile), flush=True)
+    emit(profile)
     return profile
 
 
 def profile() -> None:
     """One TensorFlow decode of --source in this process, timed part by part."""
+    from t2t_keras import machine
+
+    machine.apply_onednn_choice()  # As t2t-decoder, before TensorFlow loads.
     from t2t_keras import catalog
     from t2t_keras.modes import Xla
     from t2t_keras.run.loading import load_trained
@@ -375,6 +387,7 @@ def main(argv: list[str]) -> None:
         raise app.UsageError("--trained_dir is required: the trained model to decode with.")
     work_dir = Path(FLAGS.work_dir or tempfile.mkdtemp(prefix="decode_files_"))
     work_dir.mkdir(parents=True, exist_ok=True)
+    MACHINE.update(machine_facts(environment("")))
     dirs = export(FLAGS.trained_dir, work_dir)
     caches = cache_dirs(work_dir)
     results = []

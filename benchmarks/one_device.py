@@ -7,6 +7,7 @@ from typing import Any
 from loss_curves import curve_point
 
 from t2t_keras import registry
+from t2t_keras.benchmark.budget import Budget
 from t2t_keras.training import make_strategy
 from t2t_keras.training.config import TrainConfig
 from t2t_keras.training.trainer import TrainResult, train
@@ -37,15 +38,19 @@ def train_without_evaluation(
     )
 
 
-def budget(minutes: float, average: int) -> dict[str, Any]:
-    """TrainConfig fields for a run of `minutes`: 30 checkpoints by time, the last `average` averaged."""
-    seconds = minutes * 60
+def budget(limit: Budget, average: int) -> dict[str, Any]:
+    """TrainConfig fields for a run of `limit`: 30 checkpoints, the last `average` averaged."""
+    averaged = {"average_checkpoints": average if average > 1 else 0}
+    if limit.steps is not None:
+        every = max(limit.steps // 30, 1)
+        return {"train_steps": limit.steps, "save_checkpoints_steps": every, **averaged}
+    assert limit.seconds is not None
     return {
         "train_steps": 10**9,
-        "max_seconds": seconds,
+        "max_seconds": limit.seconds,
         "save_checkpoints_steps": 0,
-        "save_checkpoints_secs": max(int(seconds / 30), 1),
-        "average_checkpoints": average if average > 1 else 0,
+        "save_checkpoints_secs": max(int(limit.seconds / 30), 1),
+        **averaged,
     }
 
 
@@ -68,11 +73,11 @@ def train_for_budget(
     hparams: str,
     data_dir: str,
     output_dir: str,
-    minutes: float,
+    limit: Budget,
     average: int,
     **config: Any,
 ) -> dict[str, Any]:
-    """Trains for `minutes` (`budget`), the loss logged every 100 steps; returns `run_summary`.
+    """Trains within `limit` (`budget`), the loss logged every 100 steps; returns `run_summary`.
 
     `config` holds the other TrainConfig fields, e.g. `random_seed`.
     """
@@ -82,7 +87,7 @@ def train_for_budget(
         hparams,
         data_dir,
         output_dir,
-        **budget(minutes, average),
+        **budget(limit, average),
         log_every_steps=100,
         **config,
     )

@@ -8,20 +8,26 @@ JSON line: cross-entropy with the true, another and an empty source; EOS
 probability inside the references and at their ends; and, with --decodes,
 the output/reference length ratio by reference length and, for the outputs
 under 0.8x their reference, how often the model scores the reference higher
-(rarely: a model error, not a search error).
+(rarely: a model error, not a search error). The line also names the
+machine (CPU, flags, oneDNN, float32 matmul rate).
 """
 
 from __future__ import annotations
 
-import json
+from t2t_keras import machine
 
-from absl import app, flags
+machine.apply_onednn_choice()  # Before anything loads TensorFlow.
 
-from t2t_keras import catalog
-from t2t_keras.errors import UserError
-from t2t_keras.files import read_text_lines
-from t2t_keras.metrics.output_lengths import diagnose
-from t2t_keras.run.loading import load_trained
+import json  # noqa: E402
+
+from absl import app, flags  # noqa: E402
+
+from t2t_keras import catalog  # noqa: E402
+from t2t_keras.benchmark import host, measure  # noqa: E402
+from t2t_keras.errors import UserError  # noqa: E402
+from t2t_keras.files import read_text_lines  # noqa: E402
+from t2t_keras.metrics.output_lengths import diagnose  # noqa: E402
+from t2t_keras.run.loading import load_trained  # noqa: E402
 
 flags.DEFINE_string("run_dir", None, "The training directory (or its averaged/).", required=True)
 flags.DEFINE_string("source", None, "Raw source file, one sentence a line.", required=True)
@@ -46,7 +52,8 @@ def main(argv: list[str]) -> None:
             + ": the files must hold the same sentences, one a line."
         )
     trained = load_trained(FLAGS.run_dir, use_xla=False)
-    print(json.dumps(diagnose(trained.model, trained.vocabs, sources, references, outputs)))
+    diagnosis = diagnose(trained.model, trained.vocabs, sources, references, outputs)
+    print(json.dumps({**diagnosis, **host.describe(measure.matmul("off")["flops_per_s"])}))
 
 
 if __name__ == "__main__":

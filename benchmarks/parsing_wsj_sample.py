@@ -1,14 +1,15 @@
 """Parsing on the WSJ sample: train for a wall-clock budget, decode to trees, score as EVALB.
 
-    .venv/bin/python benchmarks/parsing_wsj_sample.py [--minutes=30] [--split=test] \
+    .venv/bin/python benchmarks/parsing_wsj_sample.py [--reference_minutes=30] [--split=test] \
         [--beams=1,4,21] [--plot=curve.png] [--evalb=PATH/TO/evalb --evalb_prm=COLLINS.prm]
 
 Splits the NLTK WSJ sample (../shared/data/ptb, 3,914 trees, one a line) into
 the one-tree-a-line layout parsing_english_wsj16k reads: the first
 --train_trees train, the next --dev_trees are the dev split (choose recipes
 on it: --split=dev), the rest (414 trees) the test split. Trains
---hparams_set on one device for --minutes with a checkpoint every thirtieth
-of the budget, then:
+--hparams_set on one device within the budget (`training_budget.py`: --steps,
+--minutes, or by default 30 --reference_minutes) with a checkpoint every
+thirtieth of it, then:
 
   - the curve: every --curve_every-th checkpoint decoded greedily (under the
     tree constraint) and scored on --split, F1 against training minutes;
@@ -19,35 +20,44 @@ of the budget, then:
   - the baselines: a flat tree and a right-branching tree over the same
     sentences, scored the same way.
 
-Prints one JSON line; --plot also draws the curve with the baselines as a PNG.
+Prints one JSON line (with the budget and the machine: CPU, flags, oneDNN,
+float32 matmul rate); --plot also draws the curve with the baselines as a PNG.
 """
 
 from __future__ import annotations
 
-import glob
-import json
-import os
-import subprocess
-import tempfile
-import time
-from pathlib import Path
+from t2t_keras import machine
 
-from absl import app, flags
-from one_device import train_for_budget
+ONEDNN = machine.apply_onednn_choice()  # Before anything loads TensorFlow.
 
-from t2t_keras import catalog, registry
-from t2t_keras.data.tree_baselines import baseline_trees
-from t2t_keras.metrics import evalb
-from t2t_keras.modes import XLA_MODES
-from t2t_keras.run.loading import load_trained
-from t2t_keras.search.settings import DecodeHParams
-from t2t_keras.serving.translator import Translator
+import glob  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import training_budget  # noqa: E402
+from absl import app, flags, logging  # noqa: E402
+from one_device import train_for_budget  # noqa: E402
+
+from t2t_keras import catalog, modes, registry  # noqa: E402
+from t2t_keras.data.tree_baselines import baseline_trees  # noqa: E402
+from t2t_keras.metrics import evalb  # noqa: E402
+from t2t_keras.modes import XLA_MODES  # noqa: E402
+from t2t_keras.run.loading import load_trained  # noqa: E402
+from t2t_keras.search.settings import DecodeHParams  # noqa: E402
+from t2t_keras.serving.translator import Translator  # noqa: E402
+from t2t_keras.training.hardware import resolve_mixed_precision  # noqa: E402
 
 SAMPLE = Path(__file__).resolve().parents[2] / "shared" / "data" / "ptb"
 SAMPLE_FILE = SAMPLE / "wsj_0001-0199.oneline.mrg"
 PROBLEM = "parsing_english_wsj16k"
 
-flags.DEFINE_float("minutes", 30.0, "Training budget in minutes.")
+flags.DEFINE_enum(
+    "mixed_precision", modes.PRECISION_AUTO, modes.PRECISION_CHOICES, modes.PRECISION_HELP
+)
 flags.DEFINE_integer("train_trees", 3300, "The first this many sample trees train.")
 flags.DEFINE_integer("dev_trees", 200, "The next this many are the dev split; the rest test.")
 flags.DEFINE_enum("split", "test", ["dev", "test"], "The split decoded and scored.")
@@ -145,8 +155,13 @@ def baselines(data_dir: str) -> dict:
     return {name: score(gold, trees) for name, trees in built.items()}
 
 
-def curve(output_dir: str, data_dir: str, started: float, work_dir: str) -> list[dict]:
-    """F1 (greedy, constrained) of every --curve_every-th checkpoint and of the last."""
+def curve(
+    output_dir: str, data_dir: str, started: float, work_dir: str, machine_facts: dict
+) -> list[dict]:
+    """F1 (greedy, constrained) of every --curve_every-th checkpoint and of the last.
+
+    Each point is also printed as a JSON line, with the machine's fields.
+    """
     indexes = sorted(
         int(path[: -len(".index")].rsplit("-", 1)[1])
         for path in glob.glob(os.path.join(output_dir, "ckpt-*.index"))
@@ -168,7 +183,7 @@ def curve(output_dir: str, data_dir: str, started: float, work_dir: str) -> list
             Path(run_dir, os.path.basename(path)).write_bytes(Path(path).read_bytes())
         result = decode_and_score(run_dir, data_dir, 1, os.path.join(run_dir, "trees"))
         points.append({"step": step, "minutes": round(minutes, 1), "f1": result["f1"]})
-        print(json.dumps({"curve_point": points[-1]}), flush=True)
+        print(json.dumps({"curve_point": points[-1], **machine_facts}), flush=True)
     return points
 
 
@@ -221,20 +236,24 @@ def main(argv: list[str]) -> None:
         raise SystemExit(f"{SAMPLE_FILE} is absent: this benchmark needs ../shared/data/ptb.")
     work_dir = FLAGS.work_dir or tempfile.mkdtemp(prefix="parsing_")
     data_dir = prepare_data(work_dir)
-    summary: dict = {"split": FLAGS.split, "baselines": baselines(data_dir)}
+    logging.info("TensorFlow's oneDNN kernels: %s", ONEDNN.reason)
+    budget, machine_facts = training_budget.resolve()
+    summary: dict = {"split": FLAGS.split, **machine_facts, "baselines": baselines(data_dir)}
     run_dir = FLAGS.decode_run_dir
     if not run_dir:
         output_dir = os.path.join(work_dir, f"train_{int(time.time())}")
+        precision, why = resolve_mixed_precision(FLAGS.mixed_precision)
+        logging.info("Mixed precision: %s; budget: %s.", why, budget.description)
         summary |= {"hparams_set": FLAGS.hparams_set, "hparams": FLAGS.hparams}
         started = time.time()
         trained = train_for_budget(
             PROBLEM, FLAGS.hparams_set, FLAGS.hparams, data_dir, output_dir,
-            FLAGS.minutes, FLAGS.average,
+            budget, FLAGS.average,
             keep_checkpoint_max=40,  # All 30 of the budget: every point of the curve.
-            random_seed=FLAGS.seed, xla=FLAGS.xla,
+            random_seed=FLAGS.seed, xla=FLAGS.xla, mixed_precision=precision,
         )  # fmt: skip
-        summary |= {"minutes": FLAGS.minutes, **trained}
-        summary["curve"] = curve(output_dir, data_dir, started, work_dir)
+        summary |= {"mixed_precision": precision, **training_budget.summary(budget), **trained}
+        summary["curve"] = curve(output_dir, data_dir, started, work_dir, machine_facts)
         if FLAGS.plot:
             plot(summary["curve"], summary["baselines"], FLAGS.plot)
         run_dir = os.path.join(output_dir, "averaged") if FLAGS.average > 1 else output_dir

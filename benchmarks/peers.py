@@ -55,7 +55,7 @@ from peer_models import (
     teacher_forced_logits,
 )
 from rounds import markdown_table, median_ratio, median_seconds
-from t2t_commands import t2t_benchmark
+from t2t_commands import machine_facts, t2t_benchmark
 from transformers import MarianMTModel
 
 import t2t_keras.hparams  # noqa: F401  Registers the hparams sets, without TensorFlow.
@@ -238,13 +238,18 @@ def ours_arguments(mode: str, hparams: TransformerHParams) -> list[str]:
     return arguments
 
 
-def ours(mode: str, hparams: TransformerHParams) -> dict:
-    """t2t-benchmark's JSON line for `mode`, with --threads if given."""
+def ours_environment() -> dict[str, str]:
+    """Our processes' environment: this one's, with --threads if given."""
     environment = dict(os.environ)
     if FLAGS["threads"].present:
         threads = str(FLAGS.threads)
         environment.update(TF_NUM_INTRAOP_THREADS=threads, TF_NUM_INTEROP_THREADS=threads)
-    return t2t_benchmark(ours_arguments(mode, hparams), environment)
+    return environment
+
+
+def ours(mode: str, hparams: TransformerHParams) -> dict:
+    """t2t-benchmark's JSON line for `mode`."""
+    return t2t_benchmark(ours_arguments(mode, hparams), ours_environment())
 
 
 class Peers:
@@ -284,23 +289,24 @@ def label(measurement: dict) -> str:
     return measurement["system"]
 
 
-def emit(measurement: dict) -> None:
-    print(json.dumps(measurement), flush=True)
+def emit(measurement: dict, machine: dict) -> None:
+    """One JSON line: the measurement, then the machine's fields (`machine_facts`)."""
+    print(json.dumps({**measurement, **machine}), flush=True)
 
 
-def run_round(number: int, mode: str, peers: Peers) -> dict[str, float]:
+def run_round(number: int, mode: str, peers: Peers, machine: dict) -> dict[str, float]:
     """Ours then the peers; prints each, then the ratios. Returns {label: target tokens/s}."""
     common = {"round": number, "hparams_set": FLAGS.hparams_set, "threads": FLAGS.threads}
     ours_result = {"system": "t2t_keras", **common, **ours(mode, peers.hparams)}
-    emit(ours_result)
+    emit(ours_result, {})  # t2t-benchmark's line names the machine itself.
     rates = {"t2t_keras": ours_result["tgt_tokens_per_s"]}
     for result in peers.measure(mode):
-        emit({**common, **result})
+        emit({**common, **result}, machine)
         rates[label(result)] = result["tgt_tokens_per_s"]
     ratios = {
         name: rates["t2t_keras"] / rate for name, rate in rates.items() if name != "t2t_keras"
     }
-    emit({"round": number, "mode": mode, "ours_over_peer": ratios})
+    emit({"round": number, "mode": mode, "ours_over_peer": ratios}, machine)
     return rates
 
 
@@ -333,13 +339,18 @@ def main(argv: list[str]) -> None:
     set_threads(FLAGS.threads)
     hparams = resolve_hparams(FLAGS.hparams_set, FLAGS.hparams)
     results: dict[str, list[dict[str, float]]] = {mode: [] for mode in modes}
+    machine = machine_facts(ours_environment())
     with tempfile.TemporaryDirectory(prefix="t2t_peers_") as work_dir:
         peers = Peers(hparams, modes, work_dir)
         for number in range(1, FLAGS.rounds + 1):
             for mode in modes:
-                results[mode].append(run_round(number, mode, peers))
+                results[mode].append(run_round(number, mode, peers, machine))
     print(
-        f"\nMedians of {FLAGS.rounds} round(s), target tokens/s, {FLAGS.hparams_set} "
+        f"\nOn {machine['cpu']} ({machine['cores']} cores; "
+        f"{', '.join(name for name, on in machine['cpu_flags'].items() if on)}; "
+        f"oneDNN {'on' if machine['onednn'] else 'off'}; "
+        f"{machine['matmul_fp32_flops_per_s'] / 1e9:.0f} GFLOP/s fp32). "
+        f"Medians of {FLAGS.rounds} round(s), target tokens/s, {FLAGS.hparams_set} "
         f"(vocabulary {hparams.vocab_size}), {FLAGS.threads} thread(s); "
         "ratios are medians of the per-round ours/peer:"
     )

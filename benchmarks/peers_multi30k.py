@@ -3,8 +3,10 @@
 Trains transformers' MarianMTModel (PyTorch, fp32, CPU) with the sizes of
 --hparams_set (transformer_small_cpu: d_model 256, d_ff 1024, 4 heads, 3+3
 post-norm layers, sinusoid positions, shared embeddings) on the same data and
-the same 8k SentencePiece vocabulary as `train_multi30k.py`, for a wall-clock
-budget, then decodes the raw test files with beam search and scores them with
+the same 8k SentencePiece vocabulary as `train_multi30k.py`, within the same
+budget (`training_budget.py`: --steps, --minutes, or by default 30
+--reference_minutes, scaled by the float32 matmul rate TensorFlow measures
+here, as ours), then decodes the raw test files with beam search and scores them with
 `multi30k.score`, so its JSON line compares with ours, its "loss_curve"
 included (`loss_curves.py` draws both).
 
@@ -19,7 +21,7 @@ Install the peers into the venv first: on a CPU-only machine like ours
 `pip install torch==2.13.0` (or any CPU build of torch), then
 `pip install -e '.[peers]'`. Run from the repository root:
 
-    .venv/bin/python benchmarks/peers_multi30k.py --minutes=30 --work_dir=/tmp/m30k
+    .venv/bin/python benchmarks/peers_multi30k.py --reference_minutes=30 --work_dir=/tmp/m30k
 
 A work_dir that already holds data/vocab.text2text_tmpdir.model from our
 benchmark is reused. The JSON line goes to stdout, logs to stderr, and the
@@ -39,6 +41,7 @@ from collections.abc import Iterator, Sequence
 
 import sentencepiece as spm
 import torch
+import training_budget
 from absl import app, flags, logging
 from loss_curves import curve_point
 from multi30k import PROBLEM, corpus_path, prepare_data, read_lines, score
@@ -54,11 +57,11 @@ from transformers import MarianMTModel
 
 import t2t_keras.hparams  # noqa: F401  Registers the hparams sets, without TensorFlow.
 from t2t_keras import registry
+from t2t_keras.benchmark.budget import Budget
 
 # The project's id convention (t2t_keras.data.ids), without importing TensorFlow.
 PAD_ID, EOS_ID = 0, 1
 
-flags.DEFINE_float("minutes", 30.0, "Training budget in minutes (data and decoding excluded).")
 flags.DEFINE_string("work_dir", None, "Where data and decodes go; a temporary folder if unset.")
 flags.DEFINE_integer("threads", 2, "torch intra-op and inter-op threads.")
 flags.DEFINE_integer("seed", 1, "Seed of the initialization, dropout and batch order.")
@@ -118,20 +121,27 @@ def batches_forever(
 
 
 def train(
-    model: MarianMTModel, pairs: Sequence[tuple[list[int], list[int]]], recipe: Recipe
+    model: MarianMTModel,
+    pairs: Sequence[tuple[list[int], list[int]]],
+    recipe: Recipe,
+    budget: Budget,
 ) -> dict:
-    """Trains until --minutes of wall time are spent.
+    """Trains until the budget's steps are done or its wall time is spent.
 
     Returns steps, seconds, target tokens and the loss curve: per 100 steps, the
     loss per target token over them, as our trainer's `TrainResult.loss_curve`.
     """
     optimizer = torch.optim.Adam(model.parameters(), betas=(0.9, 0.98), eps=1e-9)
     batches = batches_forever(pairs, recipe, random.Random(FLAGS.seed))
-    step, tokens, budget, curve = 0, 0, FLAGS.minutes * 60, []
+    step, tokens, curve = 0, 0, []
     interval_loss, interval_tokens = 0.0, 0
     model.train()
     start = time.monotonic()
-    while time.monotonic() - start < budget:
+    while (
+        step < budget.steps
+        if budget.steps is not None
+        else time.monotonic() - start < (budget.seconds or 0)
+    ):
         step += 1
         sources, labels = next(batches)
         for group in optimizer.param_groups:
@@ -239,6 +249,8 @@ def resolve_recipe() -> Recipe:
 def main(argv: list[str]) -> None:
     del argv
     set_threads(FLAGS.threads)
+    budget, machine_facts = training_budget.resolve()
+    logging.info("Budget: %s.", budget.description)
     work_dir = FLAGS.work_dir or tempfile.mkdtemp(prefix="multi30k_peer_")
     out_dir = os.path.join(work_dir, "peer")
     os.makedirs(out_dir, exist_ok=True)
@@ -254,10 +266,11 @@ def main(argv: list[str]) -> None:
     model = marian_model(
         recipe.hparams, processor.get_piece_size(), PAD_ID, EOS_ID, forced_eos=True
     )
-    trained = train(model, pairs, recipe)
+    trained = train(model, pairs, recipe, budget)
     summary = {
         "system": f"marian ({MARIAN_VERSION})",
-        "minutes": FLAGS.minutes,
+        **training_budget.summary(budget),
+        **machine_facts,
         "hparams_set": FLAGS.hparams_set,
         **recipe.settings(),
         "steps": trained["steps"],

@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 
 from absl import app, flags
-from t2t_commands import command, run
+from t2t_commands import command, machine_facts, run
 
 flags.DEFINE_list(
     "hparams_sets", ["transformer_tiny", "transformer_base"], "Sets measured; [] for none."
@@ -158,11 +158,7 @@ def main(argv: list[str]) -> None:
             "median_seconds": statistics.median(run["seconds"] for run in runs),
             "runs": runs,
         }
-    print(
-        json.dumps(
-            {"cpu_count": os.cpu_count(), "signal_to_exit": report, "survivor_stops_after": lost}
-        )
-    )
+    print(json.dumps({**machine_facts(), "signal_to_exit": report, "survivor_stops_after": lost}))
 
 
 if __name__ == "__main__":

@@ -44,3 +44,17 @@ def t2t_benchmark(arguments: Sequence[str], env: Mapping[str, str] | None = None
     if not lines:
         raise RuntimeError(f"t2t-benchmark {' '.join(arguments)} printed no JSON line:\n{stdout}")
     return json.loads(lines[-1])
+
+
+# The fields with which `t2t-benchmark` names the machine on every line (t2t_keras.benchmark.host).
+MACHINE_FIELDS = ("cpu", "cores", "cpu_flags", "onednn", "matmul_fp32_flops_per_s")
+
+
+def machine_facts(env: Mapping[str, str] | None = None) -> dict:
+    """This machine as `t2t-benchmark --mode=matmul` names it: CPU, flags, oneDNN, fp32 rate.
+
+    Measured in a process of its own with `env` (the environment the benchmark's own
+    t2t processes get), so oneDNN is as they have it.
+    """
+    line = t2t_benchmark(["--mode=matmul", "--steps=5", "--warmup_steps=2"], env)
+    return {name: line[name] for name in MACHINE_FIELDS}

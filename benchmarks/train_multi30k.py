@@ -1,42 +1,49 @@
 """Real-data training: a small Transformer on Multi30k En->De for a wall-clock budget.
 
-    .venv/bin/python benchmarks/train_multi30k.py [--minutes=30] [--work_dir=DIR]
+    .venv/bin/python benchmarks/train_multi30k.py [--reference_minutes=30] [--work_dir=DIR]
     # The PyTorch peer on the same data, vocabulary, budget and test files:
-    .venv/bin/python benchmarks/peers_multi30k.py [--minutes=30] [--work_dir=DIR]
+    .venv/bin/python benchmarks/peers_multi30k.py [--reference_minutes=30] [--work_dir=DIR]
 
 Copies Multi30k (train, val) into a tmp_dir as text2text_tmpdir expects and
 generates the data (8k shared BPE) once per work_dir, trains --hparams_set on
-one device for --minutes (evaluation off, so the whole budget trains), saving
-a checkpoint every --minutes/30 and averaging the last --average of them at
-the end (t2t-trainer's --average_checkpoints). Then, as t2t-decoder
+one device within the budget (`training_budget.py`: --steps, --minutes, or by
+default 30 --reference_minutes; evaluation off, so the whole budget trains),
+saving 30 checkpoints along the way and averaging the last --average of them
+at the end (t2t-trainer's --average_checkpoints). Then, as t2t-decoder
 --decode_from_file does, it translates the *raw* source file of every
 --test_sets entry with the last and with the averaged checkpoint (beam 4 and
 the set's alpha unless --decode_hparams says otherwise) and scores the output
 with sacreBLEU against the raw reference. Prints one JSON line: steps, target
-tokens/s, the training loss every 100 steps ("loss_curve", drawn by
+tokens/s, the budget, the machine (CPU, flags, oneDNN, float32 matmul
+rate), the training loss every 100 steps ("loss_curve", drawn by
 loss_curves.py) and, per checkpoint and test set, BLEU, brevity penalty,
 length ratio and the number of empty outputs for non-empty inputs.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import sys
-import tempfile
-import time
+from t2t_keras import machine
 
-from absl import app, flags
-from multi30k import PROBLEM, corpus_path, prepare_data, read_lines, score
-from one_device import train_for_budget
+ONEDNN = machine.apply_onednn_choice()  # Before anything loads TensorFlow.
 
-from t2t_keras import catalog
-from t2t_keras.run.loading import load_trained
-from t2t_keras.search.settings import DecodeHParams
-from t2t_keras.serving.file_decoding import decode_file
-from t2t_keras.serving.translator import Translator
+import json  # noqa: E402
+import os  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
 
-flags.DEFINE_float("minutes", 30.0, "Training budget in minutes.")
+import training_budget  # noqa: E402
+from absl import app, flags, logging  # noqa: E402
+from multi30k import PROBLEM, corpus_path, prepare_data, read_lines, score  # noqa: E402
+from one_device import train_for_budget  # noqa: E402
+
+from t2t_keras import catalog, modes  # noqa: E402
+from t2t_keras.run.loading import load_trained  # noqa: E402
+from t2t_keras.search.settings import DecodeHParams  # noqa: E402
+from t2t_keras.serving.file_decoding import decode_file  # noqa: E402
+from t2t_keras.serving.translator import Translator  # noqa: E402
+from t2t_keras.training.hardware import resolve_mixed_precision  # noqa: E402
+
 flags.DEFINE_string("hparams_set", "transformer_small_cpu", "The hparams set trained.")
 flags.DEFINE_string("hparams", "", "Overrides of the hparams set.")
 flags.DEFINE_string("decode_hparams", "", "Decoding settings, as t2t-decoder's.")
@@ -49,10 +56,7 @@ flags.DEFINE_multi_string(
 flags.DEFINE_integer("average", 5, "Checkpoints averaged at the end.")
 flags.DEFINE_integer("seed", 1, "Random seed of initialization, dropout and shuffling.")
 flags.DEFINE_enum(
-    "mixed_precision",
-    "bf16",
-    ["off", "bf16"],
-    "As t2t-trainer's; bf16 needs a CPU with bfloat16 instructions (AVX512_BF16 or AMX) to pay.",
+    "mixed_precision", modes.PRECISION_AUTO, modes.PRECISION_CHOICES, modes.PRECISION_HELP
 )
 flags.DEFINE_string("work_dir", None, "Where data and checkpoints go; a temporary folder if unset.")
 FLAGS = flags.FLAGS
@@ -80,17 +84,23 @@ def main(argv: list[str]) -> None:
     catalog.load()
     del argv
     FLAGS.work_dir = FLAGS.work_dir or tempfile.mkdtemp(prefix="multi30k_")
+    logging.info("TensorFlow's oneDNN kernels: %s", ONEDNN.reason)
+    budget, machine_facts = training_budget.resolve()
+    precision, why = resolve_mixed_precision(FLAGS.mixed_precision)
+    logging.info("Mixed precision: %s; budget: %s.", why, budget.description)
     data_dir = prepare_data(FLAGS.work_dir)
     output_dir = os.path.join(FLAGS.work_dir, f"train_{int(time.time())}")
     trained = train_for_budget(
         PROBLEM, FLAGS.hparams_set, FLAGS.hparams, data_dir, output_dir,
-        FLAGS.minutes, FLAGS.average, random_seed=FLAGS.seed, mixed_precision=FLAGS.mixed_precision,
+        budget, FLAGS.average, random_seed=FLAGS.seed, mixed_precision=precision,
     )  # fmt: skip
     summary = {
         "system": "t2t_keras",
         "hparams_set": FLAGS.hparams_set,
         "hparams": FLAGS.hparams,
-        "minutes": FLAGS.minutes,
+        "mixed_precision": precision,
+        **training_budget.summary(budget),
+        **machine_facts,
         **trained,
         "checkpoints": {
             "last": decode_test_sets(output_dir, "last", FLAGS.decode_hparams, FLAGS.test_sets)

@@ -1,6 +1,6 @@
 """The WMT problems on the local WMT sample: datagen from each source, then a short training.
 
-    .venv/bin/python benchmarks/wmt_sample.py [--minutes=30] [--rounds=3] [--work_dir=DIR]
+    .venv/bin/python benchmarks/wmt_sample.py [--reference_minutes=30] [--rounds=3] [--work_dir=DIR]
 
 With ../shared/data/wmt (the WMT news test sets) laid out as the local
 plain-text source (newstest2008-2012 as training text less 500 held-out
@@ -11,46 +11,59 @@ newstest2012 sentences, which are the test split, and newstest2013 as dev):
    from them by a real TFDS builder, and WMT-layout archives made of them.
    The vocabulary is trained once and copied in first, so the time is that
    of reading, encoding and writing the shards; the median of --rounds runs;
-2. `--hparams_set` trained for --minutes on one device on the local
-   source's data (evaluation off), the last --average checkpoints averaged;
+2. `--hparams_set` trained within the budget (`training_budget.py`: --steps,
+   --minutes, or by default 30 --reference_minutes; none with --datagen_only)
+   on one device on the local source's data (evaluation off), the last
+   --average checkpoints averaged;
 3. newstest2013 (the dev set, 3,000 sentences) decoded from its raw text by
    t2t-decoder's code path (beam 4, alpha 0.6) with the averaged model, and
    scored in both conventions (sacreBLEU and the paper's tokenized BLEU).
 
-Prints one JSON line.
+Prints one JSON line, with the budget and the machine (CPU, flags, oneDNN,
+float32 matmul rate).
 """
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
-import statistics
-import sys
-import tempfile
-import time
-from pathlib import Path
+from t2t_keras import machine
 
-from absl import app, flags
-from one_device import train_for_budget
+ONEDNN = machine.apply_onednn_choice()  # Before anything loads TensorFlow.
+
+import json  # noqa: E402
+import os  # noqa: E402
+import shutil  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import training_budget  # noqa: E402
+from absl import app, flags, logging  # noqa: E402
+from one_device import train_for_budget  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from local_tfds import write_archive, write_wmt14
+from local_tfds import write_archive, write_wmt14  # noqa: E402
 
-from t2t_keras import catalog, registry
-from t2t_keras.data import records
-from t2t_keras.files import read_text_lines
-from t2t_keras.metrics import bleu
-from t2t_keras.run.loading import load_trained
-from t2t_keras.search.settings import DecodeHParams
-from t2t_keras.serving.file_decoding import decode_file
-from t2t_keras.serving.translator import Translator
+from t2t_keras import catalog, modes, registry  # noqa: E402
+from t2t_keras.benchmark.budget import Budget  # noqa: E402
+from t2t_keras.data import records  # noqa: E402
+from t2t_keras.files import read_text_lines  # noqa: E402
+from t2t_keras.metrics import bleu  # noqa: E402
+from t2t_keras.run.loading import load_trained  # noqa: E402
+from t2t_keras.search.settings import DecodeHParams  # noqa: E402
+from t2t_keras.serving.file_decoding import decode_file  # noqa: E402
+from t2t_keras.serving.translator import Translator  # noqa: E402
+from t2t_keras.training.hardware import resolve_mixed_precision  # noqa: E402
 
 SHARED_WMT = Path(__file__).resolve().parents[2] / "shared" / "data" / "wmt"
 HELD_OUT = 500
 
 flags.DEFINE_string("problem", "translate_ende_wmt8k", "The WMT problem generated and trained.")
-flags.DEFINE_float("minutes", 30.0, "Training budget in minutes; 0 = datagen only.")
+flags.DEFINE_bool("datagen_only", False, "Measure datagen; train and decode nothing.")
+flags.DEFINE_enum(
+    "mixed_precision", modes.PRECISION_AUTO, modes.PRECISION_CHOICES, modes.PRECISION_HELP
+)
 flags.DEFINE_string("hparams_set", "transformer_small", "The hparams set trained.")
 flags.DEFINE_string("hparams", "", "Overrides of the hparams set.")
 flags.DEFINE_integer("average", 5, "Checkpoints averaged at the end.")
@@ -140,11 +153,13 @@ def datagen_rates(root: Path, sources: dict[str, tuple]) -> tuple[str, dict[str,
     return str(vocab_dir), rates
 
 
-def train_and_score(data_dir: str, work_dir: Path) -> dict:
+def train_and_score(data_dir: str, work_dir: Path, budget: Budget) -> dict:
     output_dir = str(work_dir / f"train_{int(time.time())}")
+    precision, why = resolve_mixed_precision(FLAGS.mixed_precision)
+    logging.info("Mixed precision: %s; budget: %s.", why, budget.description)
     summary = train_for_budget(
         FLAGS.problem, FLAGS.hparams_set, FLAGS.hparams, data_dir, output_dir,
-        FLAGS.minutes, FLAGS.average, random_seed=1,
+        budget, FLAGS.average, random_seed=1, mixed_precision=precision,
     )  # fmt: skip
     run_dir = os.path.join(output_dir, "averaged") if FLAGS.average > 1 else output_dir
     trained = load_trained(run_dir)
@@ -159,6 +174,8 @@ def train_and_score(data_dir: str, work_dir: Path) -> dict:
     references = read_text_lines(str(SHARED_WMT / "newstest2013.de"))
     scores = bleu.bleu_scores(hypotheses, references, "de")
     return {
+        "mixed_precision": precision,
+        **training_budget.summary(budget),
         **summary,
         "newstest2013": {
             "sacrebleu": round(scores[0].score, 2),
@@ -175,14 +192,16 @@ def train_and_score(data_dir: str, work_dir: Path) -> dict:
 def main(argv: list[str]) -> None:
     del argv
     catalog.load()
+    logging.info("TensorFlow's oneDNN kernels: %s", ONEDNN.reason)
+    budget, machine_facts = training_budget.resolve()
     work_dir = Path(FLAGS.work_dir or tempfile.mkdtemp(prefix="wmt_sample_"))
     work_dir.mkdir(parents=True, exist_ok=True)
     sources = write_sources(work_dir, splits())
     data_dir, rates = datagen_rates(work_dir, sources)
-    summary = {"problem": FLAGS.problem, "datagen": rates}
-    if FLAGS.minutes > 0:
-        summary.update(hparams_set=FLAGS.hparams_set, minutes=FLAGS.minutes)
-        summary.update(train_and_score(data_dir, work_dir))
+    summary = {"problem": FLAGS.problem, **machine_facts, "datagen": rates}
+    if not FLAGS.datagen_only:
+        summary.update(hparams_set=FLAGS.hparams_set)
+        summary.update(train_and_score(data_dir, work_dir, budget))
     print(json.dumps(summary))
 
 

@@ -67,12 +67,20 @@ def defined_flags(script: Path) -> set[str]:
         # An imported module's argparse arguments are its own, not the script's.
         calls = ("DEFINE_", "add_argument") if path == script else ("DEFINE_",)
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and node.module:
-                imported = BENCHMARKS / f"{node.module}.py"
+            for imported in imported_here(node):
                 if imported.exists() and imported not in seen:
                     modules.append(imported)
             names |= {flag_defined(node, calls)} - {""}
     return names
+
+
+def imported_here(node: ast.AST) -> list[Path]:
+    """The benchmarks/ modules an `import` or `from ... import` statement may name."""
+    if isinstance(node, ast.ImportFrom) and node.module:
+        return [BENCHMARKS / f"{node.module}.py"]
+    if isinstance(node, ast.Import):
+        return [BENCHMARKS / f"{alias.name}.py" for alias in node.names]
+    return []
 
 
 def flag_defined(node: ast.AST, calls: tuple[str, ...]) -> str:
