@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from t2t_keras import machine
 
-machine.apply_onednn_choice()  # Before anything loads TensorFlow.
+machine.prepare_tensorflow()  # Before anything loads TensorFlow.
 
 import json  # noqa: E402
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from t2t_keras import machine
 
-ONEDNN = machine.apply_onednn_choice()  # Before anything loads TensorFlow.
+PREPARED = machine.prepare_tensorflow()  # Before anything loads TensorFlow.
 
 import glob  # noqa: E402
 import json  # noqa: E402
@@ -236,7 +236,8 @@ def main(argv: list[str]) -> None:
         raise SystemExit(f"{SAMPLE_FILE} is absent: this benchmark needs ../shared/data/ptb.")
     work_dir = FLAGS.work_dir or tempfile.mkdtemp(prefix="parsing_")
     data_dir = prepare_data(work_dir)
-    logging.info("TensorFlow's oneDNN kernels: %s", ONEDNN.reason)
+    for reason in PREPARED:
+        logging.info(reason)
     budget, machine_facts = training_budget.resolve()
     summary: dict = {"split": FLAGS.split, **machine_facts, "baselines": baselines(data_dir)}
     run_dir = FLAGS.decode_run_dir

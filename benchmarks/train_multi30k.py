@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from t2t_keras import machine
 
-ONEDNN = machine.apply_onednn_choice()  # Before anything loads TensorFlow.
+PREPARED = machine.prepare_tensorflow()  # Before anything loads TensorFlow.
 
 import json  # noqa: E402
 import os  # noqa: E402
@@ -84,7 +84,8 @@ def main(argv: list[str]) -> None:
     catalog.load()
     del argv
     FLAGS.work_dir = FLAGS.work_dir or tempfile.mkdtemp(prefix="multi30k_")
-    logging.info("TensorFlow's oneDNN kernels: %s", ONEDNN.reason)
+    for reason in PREPARED:
+        logging.info(reason)
     budget, machine_facts = training_budget.resolve()
     precision, why = resolve_mixed_precision(FLAGS.mixed_precision)
     logging.info("Mixed precision: %s; budget: %s.", why, budget.description)

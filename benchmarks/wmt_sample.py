@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from t2t_keras import machine
 
-ONEDNN = machine.apply_onednn_choice()  # Before anything loads TensorFlow.
+PREPARED = machine.prepare_tensorflow()  # Before anything loads TensorFlow.
 
 import json  # noqa: E402
 import os  # noqa: E402
@@ -192,7 +192,8 @@ def train_and_score(data_dir: str, work_dir: Path, budget: Budget) -> dict:
 def main(argv: list[str]) -> None:
     del argv
     catalog.load()
-    logging.info("TensorFlow's oneDNN kernels: %s", ONEDNN.reason)
+    for reason in PREPARED:
+        logging.info(reason)
     budget, machine_facts = training_budget.resolve()
     work_dir = Path(FLAGS.work_dir or tempfile.mkdtemp(prefix="wmt_sample_"))
     work_dir.mkdir(parents=True, exist_ok=True)

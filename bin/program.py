@@ -3,8 +3,8 @@
 User errors print one paragraph and exit with status 2; a trainer stopped
 from outside exits with the status that asks for a restart; a write that
 found no room says so. Before TensorFlow loads, its oneDNN kernels are turned
-on where TensorFlow would leave them off and they pay (`t2t_keras.machine`);
-the log says what was chosen and why. Nothing here imports TensorFlow.
+on where TensorFlow would leave them off and they pay, and its CPU memory gets
+the BFC allocator (`t2t_keras.machine`); the log says what was chosen and why. Nothing here imports TensorFlow.
 """
 
 from __future__ import annotations
@@ -57,9 +57,8 @@ def run(
             fail(f"unexpected arguments {' '.join(argv[1:])!r}; every option is a --flag.")
         if uses_tensorflow:
             if "tensorflow" not in sys.modules:  # Loaded already (in-process tests): too late.
-                logging.info(
-                    "TensorFlow's oneDNN kernels: %s", machine.apply_onednn_choice().reason
-                )
+                for reason in machine.prepare_tensorflow():
+                    logging.info(reason)
             tensorflow_logs.import_tensorflow(verbose=FLAGS.verbosity > 0)
         try:
             return main()

@@ -8,6 +8,11 @@ leaves them off, and the matrix products of training and of the graph
 around the compiled search run slower. `choose_onednn` turns them on there;
 a user's own `TF_ENABLE_ONEDNN_OPTS` always wins.
 
+`choose_allocator` gives TensorFlow's CPU memory its BFC allocator: glibc
+maps every block above 32 MiB afresh, so a training step's largest tensors
+(transformer_base's [64 * 30, 8000] logits and their gradients) were faulted
+in page by page at every step. `prepare_tensorflow` applies both.
+
 `native_bfloat16` says whether bfloat16 matrix products run natively
 (AVX512_BF16 or AMX, reachable by oneDNN), which `--mixed_precision=auto`
 follows. Nothing here imports TensorFlow.
@@ -22,6 +27,7 @@ from collections.abc import Mapping, MutableMapping
 
 ONEDNN_VARIABLE = "TF_ENABLE_ONEDNN_OPTS"
 ONEDNN_ISA_VARIABLE = "ONEDNN_MAX_CPU_ISA"
+ALLOCATOR_VARIABLE = "TF_CPU_ALLOCATOR_USE_BFC"
 # The features for which TensorFlow turns oneDNN on by itself on Linux
 # (tensorflow/core/util/util.cc), as /proc/cpuinfo names them.
 TENSORFLOW_ONEDNN_FEATURES = frozenset(
@@ -146,6 +152,31 @@ def apply_onednn_choice(
     return choice
 
 
+def choose_allocator(environ: Mapping[str, str]) -> str | None:
+    """TF_CPU_ALLOCATOR_USE_BFC's value to set ("true"), or None where the user set it."""
+    return None if ALLOCATOR_VARIABLE in environ else "true"
+
+
+def prepare_tensorflow(
+    cpu: Cpu | None = None, environ: MutableMapping[str, str] = os.environ
+) -> list[str]:
+    """Sets what TensorFlow reads as it loads (oneDNN, the CPU allocator); returns why, for the log.
+
+    Call before TensorFlow loads; a variable the user set is kept.
+    """
+    onednn = apply_onednn_choice(cpu, environ)
+    allocator = choose_allocator(environ)
+    if allocator is None:
+        kept = f"{ALLOCATOR_VARIABLE}={environ[ALLOCATOR_VARIABLE]} is set, so it is kept as set."
+        return [f"TensorFlow's oneDNN kernels: {onednn.reason}", f"CPU allocator: {kept}"]
+    environ[ALLOCATOR_VARIABLE] = allocator
+    return [
+        f"TensorFlow's oneDNN kernels: {onednn.reason}",
+        f"CPU allocator: BFC ({ALLOCATOR_VARIABLE}={allocator}): blocks are kept for the next "
+        "step instead of mapped afresh.",
+    ]
+
+
 def native_bfloat16(cpu: Cpu, onednn_on: bool, environ: Mapping[str, str]) -> tuple[bool, str]:
     """Whether bfloat16 matrix products run natively on this CPU, and why (one sentence).
 
@@ -157,7 +188,16 @@ def native_bfloat16(cpu: Cpu, onednn_on: bool, environ: Mapping[str, str]) -> tu
         return False, "the CPU has neither AVX512_BF16 nor AMX, so bfloat16 would be emulated"
     if not onednn_on:
         return False, "TensorFlow's oneDNN kernels are off, and its others emulate bfloat16"
-    cap = environ.get(ONEDNN_ISA_VARIABLE, "").upper()
-    if cap and not cap.startswith(_ONEDNN_BFLOAT16_ISAS):
+    if onednn_capped_below_bfloat16(environ):
+        cap = environ[ONEDNN_ISA_VARIABLE]
         return False, f"{ONEDNN_ISA_VARIABLE}={cap} keeps oneDNN below its bfloat16 instructions"
     return True, f"the CPU runs bfloat16 natively ({', '.join(n.upper() for n in found)})"
+
+
+def onednn_capped_below_bfloat16(environ: Mapping[str, str]) -> bool:
+    """Whether ONEDNN_MAX_CPU_ISA keeps oneDNN from bfloat16 instructions the CPU may have.
+
+    TensorFlow still sees them and hands oneDNN bfloat16 products it then cannot build.
+    """
+    cap = environ.get(ONEDNN_ISA_VARIABLE, "").upper()
+    return bool(cap) and not cap.startswith(_ONEDNN_BFLOAT16_ISAS)

@@ -124,3 +124,15 @@ def test_bfloat16_is_native_only_with_the_instructions_and_onednn_to_reach_them(
 ) -> None:
     found, why = machine.native_bfloat16(cpu(host), onednn_on, environ)
     assert found is native and why
+
+
+def test_tensorflow_is_prepared_with_the_bfc_allocator_unless_the_user_chose() -> None:
+    environ: dict[str, str] = {}
+    reasons = machine.prepare_tensorflow(cpu(ZEN3), environ)
+    assert environ == {"TF_ENABLE_ONEDNN_OPTS": "1", "TF_CPU_ALLOCATOR_USE_BFC": "true"}
+    assert reasons[0].startswith("TensorFlow's oneDNN kernels: turned on")
+    assert reasons[1].startswith("CPU allocator: BFC")
+    theirs = {"TF_CPU_ALLOCATOR_USE_BFC": "false", "TF_ENABLE_ONEDNN_OPTS": "0"}
+    reasons = machine.prepare_tensorflow(cpu(ZEN3), theirs)
+    assert theirs == {"TF_CPU_ALLOCATOR_USE_BFC": "false", "TF_ENABLE_ONEDNN_OPTS": "0"}
+    assert "TF_CPU_ALLOCATOR_USE_BFC=false is set, so it is kept" in reasons[1]
