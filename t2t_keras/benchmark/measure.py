@@ -34,6 +34,7 @@ from t2t_keras.run.weights import build_model
 from t2t_keras.search.decoder import Decoder
 from t2t_keras.search.settings import DecodeHParams
 from t2t_keras.training.config import TrainConfig
+from t2t_keras.training.hardware import matmul_product
 from t2t_keras.training.trainer import POLICIES, build_train_step
 
 # --mixed_precision -> the dtype of the matrix products it runs.
@@ -77,12 +78,8 @@ def time_runs(
 
 def matmul(precision: str = "off", size: int = 2048, steps: int = 5, warmup: int = 2) -> dict:
     """The rate of [size, size] x [size, size] products through TensorFlow, in FLOP/s."""
-    dtype = _MATMUL_DTYPES[precision]
-    a = tf.random.stateless_normal([size, size], seed=[1, 2], dtype=tf.float32)
-    b = tf.random.stateless_normal([size, size], seed=[3, 4], dtype=tf.float32)
-    a, b = tf.cast(a, dtype), tf.cast(b, dtype)
-    product = tf.function(lambda: tf.reduce_sum(tf.cast(tf.matmul(a, b)[:1, :1], tf.float32)))
-    seconds = time_runs(lambda: product().numpy(), warmup, steps)
+    product = matmul_product(_MATMUL_DTYPES[precision], size)
+    seconds = time_runs(product, warmup, steps)
     rate = 2.0 * size**3 / seconds
     return {
         "mode": "matmul",

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 
 import tensorflow as tf
 
@@ -12,6 +13,10 @@ from t2t_keras.modes import PRECISION_AUTO
 
 # The first GPUs with native bfloat16 matrix products (Ampere).
 _GPU_BFLOAT16_CAPABILITY = (8, 0)
+# auto takes bfloat16 on a CPU only where its products run this much faster than float32's:
+# some CPUs with AVX512_BF16 run them at half the float32 rate, others at twice.
+_BFLOAT16_MIN_SPEEDUP = 1.2
+_PROBE_SIZE = 1024
 
 
 def onednn_enabled() -> bool:
@@ -45,4 +50,31 @@ def resolve_mixed_precision(
         return "off", f"auto: float32, the GPU (compute capability {capability}) lacks bfloat16"
     cpu = machine.read_cpu() if cpu is None else cpu
     native, why = machine.native_bfloat16(cpu, onednn_enabled(), environ)
-    return ("bf16", f"auto: bf16, {why}") if native else ("off", f"auto: float32, {why}")
+    if not native:
+        return "off", f"auto: float32, {why}"
+    bfloat16, float32 = matmul_rate(tf.bfloat16), matmul_rate(tf.float32)
+    rates = f"{bfloat16 / 1e9:.0f} against {float32 / 1e9:.0f} GFLOP/s in float32"
+    if bfloat16 < _BFLOAT16_MIN_SPEEDUP * float32:
+        return "off", f"auto: float32, {why} but its products ran no faster ({rates})"
+    return "bf16", f"auto: bf16, {why} and its products ran faster ({rates})"
+
+
+def matmul_product(dtype: tf.DType, size: int) -> Callable[[], float]:
+    """A compiled [size, size] x [size, size] product in dtype; a call returns one element."""
+    a = tf.random.stateless_normal([size, size], seed=[1, 2], dtype=tf.float32)
+    b = tf.random.stateless_normal([size, size], seed=[3, 4], dtype=tf.float32)
+    a, b = tf.cast(a, dtype), tf.cast(b, dtype)
+    product = tf.function(lambda: tf.reduce_sum(tf.cast(tf.matmul(a, b)[:1, :1], tf.float32)))
+    return lambda: float(product())
+
+
+def matmul_rate(dtype: tf.DType, size: int = _PROBE_SIZE, calls: int = 3) -> float:
+    """FLOP/s of the fastest of `calls` products (after one untimed): a quick probe."""
+    product = matmul_product(dtype, size)
+    product()
+    fastest = float("inf")
+    for _ in range(calls):
+        start = time.perf_counter()
+        product()
+        fastest = min(fastest, time.perf_counter() - start)
+    return 2.0 * size**3 / fastest

@@ -6,6 +6,7 @@ import json
 import os
 
 import pytest
+import tensorflow as tf
 from binaries import assert_user_error, run, run_in_process
 
 from t2t_keras import machine
@@ -72,12 +73,13 @@ def test_a_target_vocabulary_of_its_own_size_trains() -> None:
         ({"avx2", "fma"}, True, "fp32"),
     ],
 )
-def test_auto_trains_in_the_precision_the_faked_cpu_runs_natively(
+def test_auto_trains_in_the_precision_the_faked_cpu_runs_natively_and_faster(
     monkeypatch: pytest.MonkeyPatch, flags: set[str], onednn_on: bool, expected: str
 ) -> None:
     cpu = machine.Cpu("Faked CPU", frozenset(flags), "x86_64", "Linux")
     monkeypatch.setattr(machine, "read_cpu", lambda *_: cpu)
     monkeypatch.setattr(hardware, "onednn_enabled", lambda: onednn_on)
+    monkeypatch.setattr(hardware, "matmul_rate", lambda dtype: {tf.bfloat16: 2e11}.get(dtype, 1e11))
     result = run_in_process("t2t-benchmark", "--mode=train", *TINY, *TRAIN_SHAPE)
     assert result.returncode == 0, result.stderr
     (measurement,) = measurements(result.stdout)

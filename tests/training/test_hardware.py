@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import pytest
+import tensorflow as tf
 
 from t2t_keras.machine import Cpu
 from t2t_keras.training import hardware
@@ -17,19 +18,31 @@ AVX2_CPU = Cpu("AMD EPYC 7B13", frozenset({"avx2", "fma"}), "x86_64", "Linux")
 
 
 @pytest.mark.parametrize(
-    ("cpu", "onednn_on", "expected", "why"),
+    ("cpu", "onednn_on", "bfloat16_speedup", "expected", "why"),
     [
-        (BFLOAT16_CPU, True, "bf16", "natively (AVX512_BF16)"),
-        (BFLOAT16_CPU, False, "off", "oneDNN kernels are off"),
-        (AVX2_CPU, True, "off", "neither AVX512_BF16 nor AMX"),
+        (BFLOAT16_CPU, True, 2.0, "bf16", "natively (AVX512_BF16) and its products ran faster"),
+        (BFLOAT16_CPU, True, 0.5, "off", "but its products ran no faster (50 against 100"),
+        (BFLOAT16_CPU, False, 2.0, "off", "oneDNN kernels are off"),
+        (AVX2_CPU, True, 2.0, "off", "neither AVX512_BF16 nor AMX"),
     ],
 )
-def test_auto_picks_bfloat16_only_where_the_cpu_runs_it_natively(
-    monkeypatch: pytest.MonkeyPatch, cpu: Cpu, onednn_on: bool, expected: str, why: str
+def test_auto_picks_bfloat16_only_where_the_cpu_runs_it_natively_and_faster(
+    monkeypatch: pytest.MonkeyPatch,
+    cpu: Cpu,
+    onednn_on: bool,
+    bfloat16_speedup: float,
+    expected: str,
+    why: str,
 ) -> None:
+    rates = {tf.float32: 100e9, tf.bfloat16: bfloat16_speedup * 100e9}
     monkeypatch.setattr(hardware, "onednn_enabled", lambda: onednn_on)
+    monkeypatch.setattr(hardware, "matmul_rate", lambda dtype: rates[dtype])
     precision, reason = hardware.resolve_mixed_precision("auto", cpu, environ={})
     assert precision == expected and why in reason and reason.startswith("auto: ")
+
+
+def test_the_matmul_probe_measures_a_rate() -> None:
+    assert 1e8 < hardware.matmul_rate(tf.float32, size=128, calls=2) < 1e14
 
 
 @pytest.mark.parametrize("requested", ["off", "fp16", "bf16"])
