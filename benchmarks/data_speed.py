@@ -100,7 +100,7 @@ def run_datagen(size: int, tmp_dir: str) -> dict:
     data_dir = os.path.join(FLAGS.work_dir, f"data_{size}")
     shutil.rmtree(data_dir, ignore_errors=True)
     command = [
-        t2t_commands.command("t2t-datagen"),
+        *t2t_commands.t2t("t2t-datagen"),
         f"--problem={PROBLEM}",
         f"--data_dir={data_dir}",
         f"--tmp_dir={tmp_dir}",

@@ -56,7 +56,7 @@ from typing import Any  # noqa: E402
 
 from absl import app, flags  # noqa: E402
 from rounds import markdown_table, median_ratio, round_order  # noqa: E402
-from t2t_commands import command, machine_facts, run, timed_run  # noqa: E402
+from t2t_commands import machine_facts, run, t2t, timed_run  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "multi30k"
 RUNTIMES = ("tensorflow", "saved_model", "ctranslate2 float32", "ctranslate2 int8")
@@ -100,7 +100,7 @@ open(output, "w", encoding="utf-8").write("".join(line + "\\n" for line in outpu
 
 def export(trained_dir: str, work_dir: Path) -> dict[str, str]:
     """The SavedModel version directory and the CTranslate2 model directories."""
-    exporter = [command("t2t-exporter"), f"--output_dir={trained_dir}"]
+    exporter = [*t2t("t2t-exporter"), f"--output_dir={trained_dir}"]
     saved = run([*exporter, f"--export_dir={work_dir / 'saved_model'}"])
     dirs = {"saved_model": saved.splitlines()[0]}
     for quantization in ("float32", "int8"):
@@ -140,7 +140,7 @@ def runtime_command(
     runtime: str, dirs: dict[str, str], caches: dict[str, str], source: str, output: str
 ) -> list[str]:
     """The process that decodes `source` into `output` with `runtime`."""
-    decoder = [command("t2t-decoder"), f"--decode_from_file={source}"]
+    decoder = [*t2t("t2t-decoder"), f"--decode_from_file={source}"]
     decoder.append(f"--decode_to_file={output}")
     if runtime == "tensorflow":
         return [*decoder, f"--output_dir={FLAGS.trained_dir}", f"--xla_cache_dir={caches[runtime]}"]
@@ -157,7 +157,7 @@ def interactive(dirs: dict[str, str], work_dir: Path) -> list[dict[str, Any]]:
     lines = Path(FLAGS.source).read_text(encoding="utf-8").splitlines()[: FLAGS.interactive_lines]
     cache = work_dir / "interactive_xla_cache"
     shutil.rmtree(cache, ignore_errors=True)
-    decoder = [command("t2t-decoder"), "--decode_interactive"]
+    decoder = [*t2t("t2t-decoder"), "--decode_interactive"]
     runs = {
         "tensorflow, empty XLA cache": [*decoder, f"--output_dir={FLAGS.trained_dir}", f"--xla_cache_dir={cache}"],
         "tensorflow, XLA cache kept": [*decoder, f"--output_dir={FLAGS.trained_dir}", f"--xla_cache_dir={cache}"],
@@ -232,7 +232,7 @@ def profile() -> None:
     """One TensorFlow decode of --source in this process, timed part by part."""
     from t2t_keras import machine
 
-    machine.apply_onednn_choice()  # As t2t-decoder, before TensorFlow loads.
+    machine.prepare_tensorflow()  # As t2t-decoder, before TensorFlow loads.
     from t2t_keras import catalog
     from t2t_keras.modes import Xla
     from t2t_keras.run.loading import load_trained

@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 
 from absl import app, flags
-from t2t_commands import command, machine_facts, run
+from t2t_commands import machine_facts, run, t2t
 
 flags.DEFINE_list(
     "hparams_sets", ["transformer_tiny", "transformer_base"], "Sets measured; [] for none."
@@ -51,7 +51,7 @@ PROBLEM = "translate_number_words_en_de"
 
 def _trainer(data_dir: Path, output_dir: Path, hparams_set: str) -> list[str]:
     return [
-        command("t2t-trainer"),
+        *t2t("t2t-trainer"),
         f"--problem={PROBLEM}",
         f"--hparams_set={hparams_set}",
         f"--data_dir={data_dir}",
@@ -129,9 +129,14 @@ def main(argv: list[str]) -> None:
     work = Path(FLAGS.work_dir or tempfile.mkdtemp(prefix="preemption_"))
     data_dir = work / "data"
     if not data_dir.exists():
-        datagen = command("t2t-datagen")
+        datagen = t2t("t2t-datagen")
         run(
-            [datagen, f"--problem={PROBLEM}", f"--data_dir={data_dir}", f"--tmp_dir={work / 'tmp'}"]
+            [
+                *datagen,
+                f"--problem={PROBLEM}",
+                f"--data_dir={data_dir}",
+                f"--tmp_dir={work / 'tmp'}",
+            ]
         )
     rng, report = random.Random(1), {}
     for hparams_set in FLAGS.hparams_sets:

@@ -1,4 +1,7 @@
-"""The installed t2t-* commands, run as a user runs them, each a process of its own."""
+"""The installed t2t-* commands, run as a user runs them, each a process of its own.
+
+Under `avx2_host.py` each runs with YNNPACK capped at AVX2 too (`t2t`).
+"""
 
 from __future__ import annotations
 
@@ -10,6 +13,8 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+import avx2_host
+
 
 def command(name: str) -> str:
     """The path of the command `name` (e.g. t2t-decoder) beside this Python, else on PATH."""
@@ -18,6 +23,11 @@ def command(name: str) -> str:
     if found is None:
         raise SystemExit(f"No {name} beside {sys.executable} or on PATH: pip install -e . first.")
     return found
+
+
+def t2t(name: str) -> list[str]:
+    """The argv that starts the t2t-* command `name`: its script, or through avx2_host."""
+    return avx2_host.command(name, command(name))
 
 
 def run(argv: Sequence[str], env: Mapping[str, str] | None = None) -> str:
@@ -39,7 +49,7 @@ def timed_run(argv: Sequence[str], env: Mapping[str, str] | None = None) -> floa
 
 def t2t_benchmark(arguments: Sequence[str], env: Mapping[str, str] | None = None) -> dict:
     """The JSON line `t2t-benchmark` prints for `arguments`."""
-    stdout = run([command("t2t-benchmark"), *arguments], env)
+    stdout = run([*t2t("t2t-benchmark"), *arguments], env)
     lines = [line for line in stdout.splitlines() if line.startswith("{")]
     if not lines:
         raise RuntimeError(f"t2t-benchmark {' '.join(arguments)} printed no JSON line:\n{stdout}")

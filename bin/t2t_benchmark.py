@@ -8,7 +8,8 @@ r"""t2t-benchmark: times training steps, decoding or matrix products; one JSON l
 
 Random weights and ids: no data or training directory is needed. Training and
 decoding also time a matrix product at the precision they use, the reference
-of `utilization`; --mode=matmul prints that rate for fp32 and bf16. Every line
+of `utilization`; --mode=matmul prints that rate for fp32 and bf16 (fp32 alone
+where ONEDNN_MAX_CPU_ISA keeps oneDNN below bfloat16). Every line
 names the machine: the CPU, its AVX2 / AVX-512 / AVX512_BF16 / AMX flags,
 whether TensorFlow's oneDNN kernels were on, and the float32 matmul rate.
 """
@@ -16,11 +17,12 @@ whether TensorFlow's oneDNN kernels were on, and the float32 matmul rate.
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 from absl import flags
 
-from t2t_keras import modes
+from t2t_keras import machine, modes
 from t2t_keras.bin import flag_groups, program
 from t2t_keras.errors import UserError
 from t2t_keras.models.transformer_hparams import TransformerHParams
@@ -68,9 +70,11 @@ def main() -> int:
     from t2t_keras.benchmark import measure
 
     if FLAGS.mode == "matmul":
+        # oneDNN capped below bfloat16 (ONEDNN_MAX_CPU_ISA) fails on bfloat16 products.
+        capped = machine.onednn_capped_below_bfloat16(os.environ)
         results = [
             measure.matmul(precision, FLAGS.matmul_size, FLAGS.steps, FLAGS.warmup_steps)
-            for precision in ("off", "bf16")
+            for precision in (("off",) if capped else ("off", "bf16"))
         ]
         for result in results:
             _print(result, results[0]["flops_per_s"])
