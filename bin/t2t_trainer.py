@@ -10,6 +10,7 @@ status 143; rerun the same command to resume.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 from absl import flags
@@ -130,6 +131,9 @@ def main() -> int:
     if FLAGS.cpu_devices:
         split_cpu(FLAGS.cpu_devices)
     strategy = make_strategy(FLAGS.distribution_strategy, FLAGS.num_gpus)
+    # auto times a matrix product, which starts TensorFlow's runtime: only once
+    # the devices are split and the strategy made.
+    config = dataclasses.replace(config, mixed_precision=_mixed_precision())
     train(
         problem, FLAGS.model, hparams, data_dir, output_dir, strategy, config,
         FLAGS.hparams_set, _TERMINATION,
@@ -137,11 +141,19 @@ def main() -> int:
     return 0
 
 
-def _config() -> TrainConfig:
+def _mixed_precision() -> str:
+    """--mixed_precision, auto resolved for the devices found (and logged)."""
     from absl import logging
 
-    from t2t_keras.training.config import TrainConfig
     from t2t_keras.training.hardware import resolve_mixed_precision
+
+    precision, why = resolve_mixed_precision(FLAGS.mixed_precision)
+    logging.info("Mixed precision: %s.", why)
+    return precision
+
+
+def _config() -> TrainConfig:
+    from t2t_keras.training.config import TrainConfig
 
     profile_steps = None
     if FLAGS.profile_steps:
@@ -153,8 +165,6 @@ def _config() -> TrainConfig:
                 "give FIRST,LAST, e.g. --profile_steps=10,20."
             ) from None
         profile_steps = (first, last)
-    precision, why = resolve_mixed_precision(FLAGS.mixed_precision)
-    logging.info("Mixed precision: %s.", why)
     return TrainConfig(
         train_steps=FLAGS.train_steps,
         eval_steps=FLAGS.eval_steps,
@@ -169,7 +179,7 @@ def _config() -> TrainConfig:
         deterministic=FLAGS.deterministic,
         skip_corrupt_records=FLAGS.skip_corrupt_records,
         xla=FLAGS.xla,
-        mixed_precision=precision,
+        mixed_precision="off",  # --mixed_precision is resolved once the strategy is made.
         profile_steps=profile_steps,
     )
 
