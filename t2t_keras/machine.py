@@ -38,8 +38,8 @@ NAMED_FEATURES = ("avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "amx_b
 BFLOAT16_FEATURES = frozenset({"avx512_bf16", "amx_bf16"})
 # oneDNN's ISA names from ONEDNN_MAX_CPU_ISA at which bfloat16 products are native.
 _ONEDNN_BFLOAT16_ISAS = ("AVX512_CORE_BF16", "AVX512_CORE_FP16", "AVX512_CORE_AMX", "AVX10", "ALL")
-# What oneDNN on an AVX2 CPU was measured to be worth (docs/translation_on_a_cpu.md).
-_AVX2_MEASUREMENT = "on such a CPU they made training 1.37x faster and decoding no slower"
+# What oneDNN was measured to be worth on a CPU capped at AVX2 (docs/fast_inference.md).
+_AVX2_MEASUREMENT = "capped at AVX2, they trained 1.37x faster and decoded no slower"
 
 
 @dataclasses.dataclass(frozen=True)
