@@ -133,7 +133,7 @@ def main() -> int:
     strategy = make_strategy(FLAGS.distribution_strategy, FLAGS.num_gpus)
     # auto times a matrix product, which starts TensorFlow's runtime: only once
     # the devices are split and the strategy made.
-    config = dataclasses.replace(config, mixed_precision=_mixed_precision())
+    config = dataclasses.replace(config, mixed_precision=_mixed_precision(output_dir))
     train(
         problem, FLAGS.model, hparams, data_dir, output_dir, strategy, config,
         FLAGS.hparams_set, _TERMINATION,
@@ -141,12 +141,22 @@ def main() -> int:
     return 0
 
 
-def _mixed_precision() -> str:
-    """--mixed_precision, auto resolved for the devices found (and logged)."""
+def _mixed_precision(output_dir: str) -> str:
+    """--mixed_precision, auto resolved for the devices found (and logged).
+
+    A run resumed with auto keeps the precision it started with (run.json):
+    auto's timed product could choose otherwise on a busy machine, and a run
+    must end as if never interrupted.
+    """
     from absl import logging
 
+    from t2t_keras.run.run_files import read_run
     from t2t_keras.training.hardware import resolve_mixed_precision
 
+    started = (read_run(output_dir) or {}).get("mixed_precision")
+    if FLAGS.mixed_precision == modes.PRECISION_AUTO and started in modes.PRECISIONS:
+        logging.info("Mixed precision: auto: %s, as this run started (run.json).", started)
+        return str(started)
     precision, why = resolve_mixed_precision(FLAGS.mixed_precision)
     logging.info("Mixed precision: %s.", why)
     return precision

@@ -34,6 +34,8 @@ def trainer_command(data: Path, output_dir: Path, devices: int = 1) -> list[str]
         "--random_seed=1",
         "--deterministic",
         "--xla=off",
+        # Runs compared bit for bit need one precision, whatever auto would time on a busy machine.
+        "--mixed_precision=off",
         f"--cpu_devices={devices}",
         "--distribution_strategy=mirrored",
     ]

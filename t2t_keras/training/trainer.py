@@ -98,6 +98,7 @@ def train(
     chief = is_chief(strategy)
     with output_dir_lock(output_dir, enabled=chief):
         run = _run_record(problem, model_name, data_dir, hparams_set)
+        run["mixed_precision"] = config.mixed_precision  # auto's choice, kept for a resume.
         hparams, encoders, tree = _checked(problem, hparams, data_dir, output_dir, run, config)
         step = build_train_step(model_name, hparams, strategy, config)
         if tree is not None:

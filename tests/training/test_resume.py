@@ -13,6 +13,7 @@ one replica.
 
 from __future__ import annotations
 
+import json
 import re
 import signal
 import subprocess
@@ -22,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tensorflow as tf
+from binaries import run_in_process
 from trainer_processes import checkpoint_steps, lock_is_free, trainer_command, wait_for_line
 
 from t2t_keras.errors import UserError
@@ -121,3 +123,25 @@ def test_terminated_killed_and_resumed_ends_as_if_never_interrupted(
     assert sum("seeds/" in name for name in names) > 10  # Dropout's seed states are kept.
     for name in names - {SAVE_COUNTER}:  # The stopped run saved more often.
         np.testing.assert_array_equal(first.get_tensor(name), second.get_tensor(name), name)
+
+
+def test_a_resumed_auto_run_keeps_the_precision_it_started_with(
+    number_words_data: Path, tmp_path: Path
+) -> None:
+    # auto times a product at start-up; a busy machine must not switch a resumed run.
+    output_dir = tmp_path / "auto"
+    auto = [
+        arg for arg in trainer_command(number_words_data, output_dir)[1:]
+        if not arg.startswith(("--mixed_precision", "--cpu_devices", "--distribution_strategy"))
+    ]  # fmt: skip
+    auto.append("--distribution_strategy=one_device")
+    first = run_in_process("t2t-trainer", *auto, "--train_steps=1")
+    assert first.returncode == 0, first.stderr[-3000:]
+    run_file = output_dir / "run.json"
+    run = json.loads(run_file.read_text(encoding="utf-8"))
+    other = {"off": "bf16", "bf16": "off"}[run["mixed_precision"]]
+    run_file.write_text(json.dumps({**run, "mixed_precision": other}), encoding="utf-8")
+    second = run_in_process("t2t-trainer", *auto, "--train_steps=2")
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert f"auto: {other}, as this run started (run.json)" in second.stderr
+    assert json.loads(run_file.read_text(encoding="utf-8"))["mixed_precision"] == other
