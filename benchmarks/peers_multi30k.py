@@ -137,11 +137,7 @@ def train(
     interval_loss, interval_tokens = 0.0, 0
     model.train()
     start = time.monotonic()
-    while (
-        step < budget.steps
-        if budget.steps is not None
-        else time.monotonic() - start < (budget.seconds or 0)
-    ):
+    while budget.allows(step, time.monotonic() - start):
         step += 1
         sources, labels = next(batches)
         for group in optimizer.param_groups:

@@ -8,10 +8,10 @@ leaves them off, and the matrix products of training and of the graph
 around the compiled search run slower. `choose_onednn` turns them on there;
 a user's own `TF_ENABLE_ONEDNN_OPTS` always wins.
 
-`choose_allocator` gives TensorFlow's CPU memory its BFC allocator: glibc
-maps every block above 32 MiB afresh, so a training step's largest tensors
-(transformer_base's [64 * 30, 8000] logits and their gradients) were faulted
-in page by page at every step. `prepare_tensorflow` applies both.
+`prepare_tensorflow` applies that choice, and gives TensorFlow's CPU memory
+its BFC allocator: glibc maps every block above 32 MiB afresh, so a training
+step's largest tensors (transformer_base's [64 * 30, 8000] logits and their
+gradients) were faulted in page by page at every step.
 
 `native_bfloat16` says whether bfloat16 matrix products run natively
 (AVX512_BF16 or AMX, reachable by oneDNN), which `--mixed_precision=auto`
@@ -152,11 +152,6 @@ def apply_onednn_choice(
     return choice
 
 
-def choose_allocator(environ: Mapping[str, str]) -> str | None:
-    """TF_CPU_ALLOCATOR_USE_BFC's value to set ("true"), or None where the user set it."""
-    return None if ALLOCATOR_VARIABLE in environ else "true"
-
-
 def prepare_tensorflow(
     cpu: Cpu | None = None, environ: MutableMapping[str, str] = os.environ
 ) -> list[str]:
@@ -164,16 +159,18 @@ def prepare_tensorflow(
 
     Call before TensorFlow loads; a variable the user set is kept.
     """
-    onednn = apply_onednn_choice(cpu, environ)
-    allocator = choose_allocator(environ)
-    if allocator is None:
-        kept = f"{ALLOCATOR_VARIABLE}={environ[ALLOCATOR_VARIABLE]} is set, so it is kept as set."
-        return [f"TensorFlow's oneDNN kernels: {onednn.reason}", f"CPU allocator: {kept}"]
-    environ[ALLOCATOR_VARIABLE] = allocator
+    reasons = [f"TensorFlow's oneDNN kernels: {apply_onednn_choice(cpu, environ).reason}"]
+    if ALLOCATOR_VARIABLE in environ:
+        value = environ[ALLOCATOR_VARIABLE]
+        return [
+            *reasons,
+            f"CPU allocator: {ALLOCATOR_VARIABLE}={value} is set, so it is kept as set.",
+        ]
+    environ[ALLOCATOR_VARIABLE] = "true"
     return [
-        f"TensorFlow's oneDNN kernels: {onednn.reason}",
-        f"CPU allocator: BFC ({ALLOCATOR_VARIABLE}={allocator}): blocks are kept for the next "
-        "step instead of mapped afresh.",
+        *reasons,
+        f"CPU allocator: BFC ({ALLOCATOR_VARIABLE}=true): blocks are kept for the next step "
+        "instead of mapped afresh.",
     ]
 
 

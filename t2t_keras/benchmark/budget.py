@@ -34,6 +34,12 @@ class Budget:
     seconds: float | None
     description: str
 
+    def allows(self, steps_done: int, seconds_spent: float) -> bool:
+        """Whether training goes on after steps_done steps in seconds_spent seconds."""
+        if self.steps is not None:
+            return steps_done < self.steps
+        return seconds_spent < (self.seconds or 0.0)
+
 
 def resolve_budget(
     steps: int | None,

@@ -235,7 +235,7 @@ class MultiHeadAttention(keras.layers.Layer):
         if memory is None:
             query, key, value = _project_each(query, self._kernels("query", "key", "value"))
         else:
-            (query,) = _project_each(query, self._kernels("query"))
+            query = _project(query, self._read(self.query_kernel))
             key, value = _project_each(self._prepare(memory), self._kernels("key", "value"))
         rate = self.dropout if training else 0.0
         seed = replica_seed(self.seed_generator) if rate > 0.0 else None
@@ -322,8 +322,6 @@ def _project(x: tf.Tensor, kernel: tf.Tensor) -> tf.Tensor:
 
 def _project_each(x: tf.Tensor, kernels: list[tf.Tensor]) -> list[tf.Tensor]:
     """[B, T, D] x each [D, H, K] -> each [B, T, H, K], as one product with the kernels side by side."""
-    if len(kernels) == 1:
-        return [_project(x, kernels[0])]
     shapes = [_dims(kernel) for kernel in kernels]
     flat = [
         tf.reshape(kernel, [shape[0], -1]) for kernel, shape in zip(kernels, shapes, strict=True)

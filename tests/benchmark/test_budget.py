@@ -44,3 +44,9 @@ def test_a_budget_that_is_not_exactly_one_positive_value_is_refused(
 ) -> None:
     with pytest.raises(UserError, match=message):
         resolve_budget(steps, minutes, reference_minutes, 290e9)
+
+
+def test_a_budget_allows_training_until_its_steps_or_seconds_are_spent() -> None:
+    by_steps, by_time = resolve_budget(3, None, None), resolve_budget(None, 1.0, None)
+    assert by_steps.allows(2, 1e9) and not by_steps.allows(3, 0.0)
+    assert by_time.allows(10**6, 59.9) and not by_time.allows(0, 60.0)
