@@ -24,10 +24,11 @@ listed apart; --noxla_cache compiles in every process.
 
 Then --profile_rounds profiles of the TensorFlow runtime, each in a fresh
 process, with an empty XLA cache and then with the one it filled: the
-seconds of start-up (Python and imports), model load, each compiled search
-shape (rows x width: its first call, compilation or cache load included, and
-for the first shape the search's one tracing),
-the other search calls, and the rest (encoding, batching, writing). Last,
+seconds of start-up (Python and imports), model load, the search's first
+call (its one tracing, the compilation or its load from the cache, and the
+search of the first block), the other calls, and the rest (encoding,
+sorting, writing), with the compiled shapes (slots x width: one per file)
+and the share of slot-steps that advanced a sentence not yet done. Last,
 the latency of t2t-decoder --decode_interactive: the first
 --interactive_lines lines of the source typed in one by one, the seconds
 from each line's Enter to its output line (TensorFlow with an empty, then a
@@ -249,44 +250,40 @@ def profile() -> None:
         trained.model, trained.vocabs, settings, jit_compile=xla.compiles_whole_search
     )
     loaded = time.monotonic()
-    calls: list[tuple[tuple[int, int], float, bool]] = []
-    decoder = translator.decoder
-    search = decoder.search
+    search = translator.search
+    finish = search.finish
+    calls: list[float] = []  # Seconds of each compiled call, the host's work on its results out.
 
-    def timed_search(batch: Any) -> Any:
-        """The compiled search, each call timed, and whether it met a new (padded) shape."""
-        before = decoder.compilations()
-        start = time.monotonic()
-        ids, scores = search(batch)
-        ids.numpy()  # Waits for the result.
-        new = decoder.compilations() > before
-        calls.append((tuple(batch.shape), time.monotonic() - start, new))
-        return ids, scores
+    def timed_finish(rows: Any) -> Any:
+        """The slots' groups, each compiled call timed (the first one traces and compiles)."""
+        groups = finish(rows)
+        while True:
+            start = time.monotonic()
+            group = next(groups, None)
+            if group is None:
+                return
+            calls.append(time.monotonic() - start)
+            yield group
 
-    decoder.search = timed_search
+    search.finish = timed_finish
     with open(os.devnull, "w") as quiet:  # The scores line is not wanted here.
         file_decoding.decode_file(translator, FLAGS.source, FLAGS.output, out=quiet)
     done = time.monotonic()
-    compiled = [
-        {"shape": f"{rows}x{width}", "first_call_seconds": round(seconds, 2)}
-        for (rows, width), seconds, new in calls
-        if new
-    ]
-    searching = sum(seconds for _, seconds, new in calls if not new)
-    first_calls = sum(seconds for _, seconds, new in calls if new)
+    first_call, other_calls = (calls[0], calls[1:]) if calls else (0.0, [])
     print(
         json.dumps(
             {
                 "profile": f"tensorflow --xla={FLAGS.xla}",
                 "startup_seconds": round(imported - STARTED, 2),
                 "load_seconds": round(loaded - imported, 2),
-                "compiled_shapes": len(compiled),
-                "first_calls_seconds": round(first_calls, 2),
-                "other_search_calls": sum(1 for *_, new in calls if not new),
-                "other_search_seconds": round(searching, 2),
-                "rest_seconds": round(done - loaded - first_calls - searching, 2),
+                "compiled_shapes": search.compilations(),
+                "first_calls_seconds": round(first_call, 2),
+                "other_search_calls": len(other_calls),
+                "other_search_seconds": round(sum(other_calls), 2),
+                "rest_seconds": round(done - loaded - sum(calls), 2),
                 "decode_seconds": round(done - loaded, 2),
-                "compiled": compiled,
+                "busy_slot_steps": round(search.busy_steps / max(search.slot_steps, 1), 4),
+                "slot_steps": search.slot_steps,
             }
         )
     )
@@ -354,7 +351,7 @@ def profile_rows(entry: dict[str, Any]) -> list[str]:
         "start-up",
         "load",
         "compiled shapes",
-        "their first calls",
+        "first call (trace, compile, search)",
         "other calls",
         "rest",
         "process wall",
@@ -368,13 +365,13 @@ def profile_rows(entry: dict[str, Any]) -> list[str]:
         entry["rest_seconds"],
         entry["process_wall_seconds"],
     ]
-    shapes = ", ".join(f"{c['shape']} {c['first_call_seconds']}" for c in entry["compiled"])
     return [
         "",
         f"Profile of t2t-decoder (TensorFlow), XLA cache {entry['cache']}, seconds:",
         "",
         markdown_table(header, [row]),
-        f"\nFirst call of each compiled shape (rows x width, s): {shapes}",
+        f"\nSlot-steps that advanced a sentence not yet done: {entry['busy_slot_steps']:.1%} "
+        f"of {entry['slot_steps']}.",
     ]
 
 

@@ -40,9 +40,8 @@ from t2t_keras.data.vocab import Vocabulary
 from t2t_keras.errors import UserError
 from t2t_keras.files import remove_abandoned, temporary_path_for
 from t2t_keras.run.loading import TrainedModel
-from t2t_keras.search.decoder import Decoder
 from t2t_keras.search.settings import SearchSettings
-from t2t_keras.search.shapes import search_padded
+from t2t_keras.search.slots import SlotSearch
 from t2t_keras.serving.translator import encode_texts
 from t2t_keras.serving.tree_strings import model_inputs, output_trees
 
@@ -84,8 +83,8 @@ def export_translator(
     export_dir = os.path.abspath(os.path.expanduser(export_dir))
     temporary_dir = _make_temporary_dir(export_dir)
     try:
-        decoder = Decoder(trained.model, settings, tree_tokens, jit_compile)
-        translator = ServingModule(decoder, trained.vocabs["inputs"], trained.vocabs["targets"])
+        search = SlotSearch(trained.model, settings, tree_tokens, jit_compile)
+        translator = ServingModule(search, trained.vocabs["inputs"], trained.vocabs["targets"])
         tf.saved_model.save(translator, temporary_dir, signatures={SIGNATURE: translator.translate})
         return _move_into_place(temporary_dir, export_dir)
     finally:
@@ -114,36 +113,36 @@ class ServingModule(tf.Module):
     Keras objects out of the SavedModel's object graph.
 
     Args:
-      decoder: the search, over a model with trained weights; under the tree
+      search: the search, over a model with trained weights; under the tree
         constraint (its tree_tokens set) outputs are PTB trees.
       inputs_vocab: encodes the inputs.
       targets_vocab: decodes the outputs.
     """
 
     def __init__(
-        self, decoder: Decoder, inputs_vocab: Vocabulary, targets_vocab: Vocabulary
+        self, search: SlotSearch, inputs_vocab: Vocabulary, targets_vocab: Vocabulary
     ) -> None:
         super().__init__(name="translator")
         self.inputs_vocab = inputs_vocab
         self.targets_vocab = targets_vocab
-        self.model_variables = [variable.value for variable in decoder.model.variables]
+        self.model_variables = [variable.value for variable in search.model.variables]
+        search.compiled()  # Built eagerly: its signature comes from slots of known shapes.
         self.translate = tf.function(
-            _translate_function(decoder, inputs_vocab, targets_vocab),
+            _translate_function(search, inputs_vocab, targets_vocab),
             input_signature=[tf.TensorSpec([None], tf.string, name="inputs")],
         )
 
 
 def _translate_function(
-    decoder: Decoder, inputs_vocab: Vocabulary, targets_vocab: Vocabulary
+    search: SlotSearch, inputs_vocab: Vocabulary, targets_vocab: Vocabulary
 ) -> Callable[[tf.Tensor], dict[str, tf.Tensor]]:
     """The serving computation: strings in, strings (or a parser's trees) and scores out."""
-    # The compiled search itself: encode_texts has cut the rows to max_length.
-    search = decoder.search
-    parses = decoder.tree_tokens is not None
+    parses = search.tree_tokens is not None
 
     def searched(inputs: tf.Tensor, ids: tf.Tensor) -> dict[str, tf.Tensor]:
-        output_ids, scores = search_padded(search, ids, decoder.max_length)  # [B, N, L], [B, N]
-        if decoder.settings.num_returned == 1:
+        # Longest first through the slots; encode_texts has cut the rows to max_length.
+        output_ids, scores = search.search_tensor(ids)  # [B, N, L], [B, N]
+        if search.settings.num_returned == 1:
             outputs, scores = targets_vocab.tf_decode(output_ids[:, 0]), scores[:, 0]
         else:
             flat_ids = tf.reshape(output_ids, [-1, tf.shape(output_ids)[-1]])
@@ -160,12 +159,11 @@ def _translate_function(
         """
         # A parser reads its input's words with brackets escaped, as t2t-decoder's does.
         texts = model_inputs(inputs) if parses else inputs
-        rows, _ = encode_texts(inputs_vocab, texts, decoder.max_length)
+        rows, _ = encode_texts(inputs_vocab, texts, search.max_length)
         ids = rows.to_tensor(default_value=PAD_ID)  # [B, S]: S the longest row.
         # The XLA-compiled search fails on an empty batch, which gets empty outputs.
-        empty_shape = (
-            [0] if decoder.settings.num_returned == 1 else [0, decoder.settings.num_returned]
-        )
+        returned = search.settings.num_returned
+        empty_shape = [0] if returned == 1 else [0, returned]
         return tf.cond(
             tf.shape(ids)[0] > 0,
             lambda: searched(inputs, ids),

@@ -183,7 +183,8 @@ class MultiHeadAttention(keras.layers.Layer):
           bias: float32, broadcastable to [B, H, G * T, S] (prefill) or
             [B, H, G, G * L] (one step), or None.
           cache_index: None to attend to the cache as it is (prefill); else
-            the slot that receives each query row's own key and value first.
+            the slot that receives each query row's own key and value first
+            (one for all sentences, or [B], each sentence's own).
 
         Returns:
           (output [B * G, T, D], the cache attended to: updated with cache_index).
@@ -296,12 +297,15 @@ class MultiHeadAttention(keras.layers.Layer):
 def _write_step(cache: KeysValues, step: KeysValues, index: tf.Tensor | int) -> KeysValues:
     """Writes each row's key and value [B * G, H, 1, K|V] into slot `index` of [B, H, G, L, K|V].
 
+    index: one position for all sentences, or [B], each sentence's own.
+
     A scatter of B * H * G vectors, which XLA performs in place inside the
     decoding loop: a step costs the same at every position.
     """
     batch, heads, rows = _dims(cache["key"])[:3]
     grid = tf.meshgrid(tf.range(batch), tf.range(heads), tf.range(rows), indexing="ij")
-    position = tf.fill([batch, heads, rows], tf.cast(index, tf.int32))
+    own_index = tf.reshape(tf.cast(index, tf.int32), [-1, 1, 1])  # [B|1, 1, 1]
+    position = tf.broadcast_to(own_index, [batch, heads, rows])
     indices = tf.stack([*grid, position], axis=-1)  # [B, H, G, 4]
     written = {}
     for name in ("key", "value"):

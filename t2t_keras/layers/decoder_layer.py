@@ -115,7 +115,7 @@ class DecoderLayer(TransformerLayer):
           self_bias: [B|1, 1, G, G * L], the slots each row sees (see
             `masks.beam_step_bias`), none after `index`.
           memory_bias: [B, 1, 1, S], masking source padding.
-          index: the position, a scalar below L.
+          index: the position below L, one for all sentences or [B], each sentence's own.
 
         Returns:
           (output [B * G, 1, D], the cache with each row's self-attention

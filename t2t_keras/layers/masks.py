@@ -33,7 +33,8 @@ def beam_step_bias(ancestors: tf.Tensor, index: tf.Tensor | int) -> tf.Tensor:
     Args:
       ancestors: [B, G, L] int: for beam g of sentence b and position l, the
         row (0..G-1) whose cache slot l holds that beam's key and value.
-      index: the position being decoded; slots after it are masked.
+      index: the position being decoded, one for all sentences or [B], each
+        sentence's own; slots after it are masked.
 
     Returns:
       [B, 1, G, G * L] float32: query row g may see slot c * L + l only where
@@ -42,6 +43,7 @@ def beam_step_bias(ancestors: tf.Tensor, index: tf.Tensor | int) -> tf.Tensor:
     rows = ancestors.shape[1]
     length = tf.shape(ancestors)[2] if ancestors.shape[2] is None else ancestors.shape[2]
     owner = tf.equal(ancestors[:, :, tf.newaxis, :], tf.range(rows)[:, tf.newaxis])  # [B, G, G, L]
-    allowed = tf.logical_and(owner, tf.range(length) <= index)
+    own_index = tf.reshape(index, [-1, 1, 1, 1])  # [B|1, 1, 1, 1]
+    allowed = tf.logical_and(owner, tf.range(length) <= own_index)
     bias = tf.where(allowed, 0.0, MASKED)
     return tf.reshape(bias, [-1, 1, rows, rows * length])

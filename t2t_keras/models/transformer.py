@@ -33,7 +33,11 @@ from t2t_keras.models.transformer_hparams import TransformerHParams
 # int32, the beam whose cache slot holds each position of each beam's history}
 DecodingState = dict[str, Any]
 # state, index, ids [B * K], parents [B * K] or None -> (logits [B * K, V]
-# float32, new state); see `Transformer.start_decoding`.
+# float32, new state); see `Transformer.decoding_step`.
+# {"layers": [per decoder layer {"key": [B, H, S, K], "value": [B, H, S, V]}],
+# "bias": [B, 1, 1, S], optionally "words": [B * K, S, D]}; see
+# `Transformer.encode_for_decoding`.
+DecodingMemory = dict[str, Any]
 StepFunction = Callable[
     [DecodingState, tf.Tensor, tf.Tensor, tf.Tensor | None], tuple[tf.Tensor, DecodingState]
 ]
@@ -320,32 +324,61 @@ class Transformer(keras.Model):
           beam_size: K rows (beams) per sentence, rows b * K .. b * K + K - 1.
 
         Returns:
-          (state, step). `step(state, index, ids [B * K], parents)` returns
-          (logits [B * K, V] float32, new state) for position `index`,
-          where ids are the tokens at index - 1 and parents [B * K] int32 the
-          row each beam continues (beam search's reordering; None: each row
-          continues itself). Nothing of size L is copied to reorder beams:
-          the K beams of a sentence share their self-attention slots, each
-          row writes its own, and the state's "ancestors" table, which
-          follows the reordering, says whose slots each beam attends to. The
-          encoder's keys and values are computed once per sentence, not per beam.
+          (state, step): `empty_decoding_state` and `decoding_step` of
+          `encode_for_decoding(inputs)`.
+        """
+        memory = self.encode_for_decoding(inputs, beam_size)
+        batch = _dims(memory["bias"])[0]
+        state = self.empty_decoding_state(batch, cache_length, beam_size)
+        return state, self.decoding_step(memory, cache_length, beam_size)
+
+    def encode_for_decoding(self, inputs: tf.Tensor, beam_size: int = 1) -> DecodingMemory:
+        """What every decoding step reads of the inputs [B, S], computed once per sentence.
+
+        Returns:
+          {"layers": each decoder layer's encoder-decoder keys and values
+          [B, H, S, K|V], "bias": [B, 1, 1, S] masking source padding, and
+          with leaf-word inputs (parsers) "words": [B * K, S, D], the
+          encoding of each row's sentence's words}. Every value's first
+          dimension is B (B * K for "words"), so the memories of several
+          batches may be merged row by row (`search.slots`).
         """
         self._build_if_needed()
         memory, memory_bias = self.encode(inputs)
-        batch = tf.shape(memory)[0] if memory.shape[0] is None else memory.shape[0]
-        # Encoder-decoder keys and values, the same at every step: outside the state.
-        memory_caches = [layer.project_memory(memory) for layer in self.decoder_layers]
-        state = self._empty_decoding_state(batch, cache_length, beam_size)
-        words = None
+        decoding: DecodingMemory = {
+            "layers": [layer.project_memory(memory) for layer in self.decoder_layers],
+            "bias": memory_bias,
+        }
         if self.leaf_word_projection is not None:  # [B * K, S, D]: each row's sentence's.
-            words = tf.repeat(self._word_memory(inputs, memory), beam_size, axis=0)
+            decoding["words"] = tf.repeat(self._word_memory(inputs, memory), beam_size, axis=0)
+        return decoding
+
+    def decoding_step(
+        self, memory: DecodingMemory, cache_length: int | tf.Tensor, beam_size: int = 1
+    ) -> StepFunction:
+        """The one-position step over `memory` (`encode_for_decoding`).
+
+        `step(state, index, ids [B * K], parents)` returns (logits [B * K, V]
+        float32, new state) for position `index`, one for all sentences or
+        [B], each sentence's own (below L), where ids are the tokens at
+        index - 1 and parents [B * K] int32 the row each beam continues (beam
+        search's reordering; None: each row continues itself). Nothing of
+        size L is copied to reorder beams: the K beams of a sentence share
+        their self-attention slots, each row writes its own, and the state's
+        "ancestors" table, which follows the reordering, says whose slots each
+        beam attends to. The encoder's keys and values are computed once per
+        sentence, not per beam.
+        """
+        memory_caches, memory_bias = memory["layers"], memory["bias"]
+        words = memory.get("words")
+        batch = _dims(memory_bias)[0]
         own_row = tf.range(beam_size)[tf.newaxis, :, tf.newaxis]
 
         def step(
             state: DecodingState, index: tf.Tensor, ids: tf.Tensor, parents: tf.Tensor | None
         ) -> tuple[tf.Tensor, DecodingState]:
+            index = tf.broadcast_to(tf.cast(index, tf.int32), [batch])  # [B]
             ancestors = _follow_parents(state["ancestors"], parents, index, own_row, cache_length)
-            self_bias = beam_step_bias(ancestors, index)
             new_state = {"ancestors": ancestors}
             leaves = leaf_words = None
             if self.word_starts is not None:
@@ -354,18 +387,20 @@ class Transformer(keras.Model):
                 new_state["leaves"] = leaves
                 leaf_words = None if words is None else _leaf_words(words, leaves)
                 leaves = leaves[:, tf.newaxis]
+            row_index = tf.repeat(index, beam_size)[:, tf.newaxis]  # [B * K, 1]
             x = self._embed(
-                self.target_embedding, ids[:, tf.newaxis], 1, index, False, leaves, leaf_words
+                self.target_embedding, ids[:, tf.newaxis], 1, row_index, False, leaves, leaf_words
             )
+            self_bias = beam_step_bias(ancestors, index)
             for i, layer in enumerate(self.decoder_layers):
                 cache = {"self": state[f"layer_{i}"], "memory": memory_caches[i]}
                 x, cache = layer.decode_step(x, cache, self_bias, memory_bias, index)
                 new_state[f"layer_{i}"] = cache["self"]
             return self._logits(x)[:, 0, :], new_state
 
-        return state, step
+        return step
 
-    def _empty_decoding_state(
+    def empty_decoding_state(
         self, batch: tf.Tensor | int, cache_length: int | tf.Tensor, beam_size: int
     ) -> DecodingState:
         """The state before the first step: empty self-attention caches, every
@@ -374,7 +409,16 @@ class Transformer(keras.Model):
             f"layer_{i}": layer.empty_cache(batch, cache_length, beam_size)
             for i, layer in enumerate(self.decoder_layers)
         }
-        state["ancestors"] = tf.zeros([batch, beam_size, cache_length], tf.int32)
+        state.update(self.fresh_decoding_rows(batch, cache_length, beam_size))
+        return state
+
+    def fresh_decoding_rows(
+        self, batch: tf.Tensor | int, cache_length: int | tf.Tensor, beam_size: int
+    ) -> DecodingState:
+        """The state before the first step but for the self-attention caches: what
+        a sentence starting afresh in a row of a used state needs (its cache
+        slots are all written before they are read)."""
+        state: DecodingState = {"ancestors": tf.zeros([batch, beam_size, cache_length], tf.int32)}
         if self.word_starts is not None:  # Each row's leaves before its input token.
             state["leaves"] = tf.zeros([batch * beam_size], tf.int32)
         return state
@@ -465,13 +509,13 @@ def _follow_parents(
     own_row: tf.Tensor,
     cache_length: int | tf.Tensor,
 ) -> tf.Tensor:
-    """The [B, K, L] ancestors table of the step at index: each beam takes the row
-    of its parent (parents [B * K]; None: its own), and its own row (own_row
-    [1, K, 1]) writes position index."""
+    """The [B, K, L] ancestors table of the step at index [B]: each beam takes the
+    row of its parent (parents [B * K]; None: its own), and its own row (own_row
+    [1, K, 1]) writes its sentence's position index."""
     if parents is not None:
         flat = tf.reshape(ancestors, [-1, cache_length])
         ancestors = tf.reshape(tf.gather(flat, parents), tf.shape(ancestors))
-    return tf.where(tf.range(cache_length) == index, own_row, ancestors)
+    return tf.where(tf.range(cache_length) == index[:, tf.newaxis, tf.newaxis], own_row, ancestors)
 
 
 def _leaf_words(words: tf.Tensor, leaves: tf.Tensor) -> tf.Tensor:
@@ -479,3 +523,9 @@ def _leaf_words(words: tf.Tensor, leaves: tf.Tensor) -> tf.Tensor:
     encoding of the word each row writes next (the last row of words past the end)."""
     last = tf.shape(words)[1] - 1
     return tf.gather(words, tf.minimum(leaves, last), batch_dims=1)[:, tf.newaxis]
+
+
+def _dims(tensor: tf.Tensor) -> list[Any]:
+    """The shape, static where known, else dynamic."""
+    dynamic = tf.shape(tensor)
+    return [dim if dim is not None else dynamic[i] for i, dim in enumerate(tensor.shape)]

@@ -27,7 +27,9 @@ from t2t_keras.search.rules import (
     batch_size,
     length_penalty,
     masked_log_probs,
+    next_index,
     previous_tokens,
+    write_position,
 )
 from t2t_keras.search.settings import STOPPING_RULES
 from t2t_keras.search.tree_constraint import TreeConstraint, reorder
@@ -36,7 +38,7 @@ from t2t_keras.search.tree_constraint import TreeConstraint, reorder
 class BeamState(NamedTuple):
     """What beam search carries from one position to the next."""
 
-    # The position decoded next.
+    # [B] int32: the position each sentence decodes next.
     index: tf.Tensor
     # [B, K, L] and [B, K]: the K best hypotheses that did not end, and their
     # log-probabilities (-inf for the beams not yet started).
@@ -99,20 +101,21 @@ def beam_search(
     """
     if stopping not in STOPPING_RULES:
         raise ValueError(f"stopping must be one of {STOPPING_RULES}, not {stopping!r}")
-    search = _BeamSearch(
+    search = BeamSearch(
         step, beam_size, decode_length, max_lengths, min_lengths, alpha, penalty, stopping,
         num_returned or beam_size, constraint,
     )  # fmt: skip
     (final,) = tf.while_loop(
         search.keep_going, lambda beams: (search.advance(beams),), (search.start(state),)
     )
-    returned = search.num_returned
-    return final.finished_ids[:, :returned], final.finished_scores[:, :returned]
+    return search.results(final)
 
 
 @dataclasses.dataclass(frozen=True)
-class _BeamSearch:
-    """One beam search's settings, and its loop: `start`, then `advance` while `keep_going`."""
+class BeamSearch:
+    """One beam search's settings, and its loop: `start`, then `advance` while
+    `keep_going`; `results` once `done` (`search.slots` runs the same loop, each
+    sentence in a row of its own from when the row frees)."""
 
     step: StepFunction
     beams: int
@@ -133,7 +136,7 @@ class _BeamSearch:
         batch, beams, length = self.batch, self.beams, self.decode_length
         first_beam_only = tf.concat([[0.0], tf.fill([beams - 1], NEG_INF)], axis=0)
         return BeamState(
-            index=tf.constant(0),
+            index=tf.zeros([batch], tf.int32),
             alive_ids=tf.zeros([batch, beams, length], tf.int32),
             alive_log_probs=tf.tile(first_beam_only[tf.newaxis], [batch, 1]),
             finished_ids=tf.zeros([batch, beams, length], tf.int32),
@@ -144,8 +147,13 @@ class _BeamSearch:
             tree=self.constraint.start(beams) if self.constraint is not None else (),
         )
 
+    def results(self, state: BeamState) -> tuple[tf.Tensor, tf.Tensor]:
+        """(ids [B, N, L], scores [B, N]): the N best finished hypotheses, best first."""
+        returned = self.num_returned
+        return state.finished_ids[:, :returned], state.finished_scores[:, :returned]
+
     def keep_going(self, state: BeamState) -> tf.Tensor:
-        return tf.logical_and(state.index < self.decode_length, ~tf.reduce_all(state.done))
+        return tf.reduce_any(~state.done & (state.index < self.decode_length))
 
     def advance(self, state: BeamState) -> BeamState:
         """One position: extend every alive beam, keep the best finished and alive ones."""
@@ -173,7 +181,7 @@ class _BeamSearch:
             self.stopping,
         )
         return BeamState(
-            index=state.index + 1,
+            index=next_index(state.index, state.done),
             alive_ids=tf.gather(candidates.ids, kept, batch_dims=1),
             alive_log_probs=alive_log_probs,
             finished_ids=finished_ids,
@@ -196,10 +204,7 @@ class _BeamSearch:
         extended = tf.reshape(state.alive_log_probs[:, :, tf.newaxis] + log_probs, [batch, -1])
         top_log_probs, top_indices = tf.math.top_k(extended, k=2 * beams)
         origins, tokens = top_indices // vocab, top_indices % vocab
-        ids = tf.gather(state.alive_ids, origins, batch_dims=1)
-        ids += (
-            tf.one_hot(state.index, self.decode_length, dtype=tf.int32) * tokens[:, :, tf.newaxis]
-        )
+        ids = write_position(tf.gather(state.alive_ids, origins, batch_dims=1), state.index, tokens)
         return _Candidates(top_log_probs, origins, tokens, ids)
 
     def _finish(self, state: BeamState, candidates: _Candidates) -> tuple[tf.Tensor, tf.Tensor]:
@@ -214,7 +219,7 @@ class _BeamSearch:
             & (tf.range(2 * self.beams) < slots)
             & ~state.done[:, tf.newaxis]
         )
-        penalty = length_penalty(state.index + 1, self.alpha, self.penalty)
+        penalty = length_penalty(state.index + 1, self.alpha, self.penalty)[:, tf.newaxis]
         new_scores = tf.where(may_finish, candidates.log_probs / penalty, NEG_INF)
         scores, best = tf.math.top_k(
             tf.concat([state.finished_scores, new_scores], axis=1), k=self.beams

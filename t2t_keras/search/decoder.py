@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import tensorflow as tf
@@ -16,7 +17,40 @@ from t2t_keras.search.settings import SearchSettings
 from t2t_keras.search.tree_constraint import TreeConstraint
 
 
-class Decoder(tf.Module):
+class ModelSearch(tf.Module):
+    """What every search over a model holds: the model, the settings, the constraint.
+
+    Args:
+      model: a built Transformer.
+      settings: the search's settings, resolved (`DecodeHParams.resolve`).
+      tree_tokens: the tree symbols of the vocabularies (a parsing problem's
+        `tree_constraint`), applied when settings.tree_constraint; None: no constraint.
+      jit_compile: XLA-compile the search.
+    """
+
+    def __init__(
+        self,
+        model: Transformer,
+        settings: SearchSettings,
+        tree_tokens: TreeTokens | None = None,
+        jit_compile: bool = True,
+    ) -> None:
+        super().__init__()
+        self.model = model
+        self.settings = settings
+        self.max_length = model.hparams.max_length
+        self.tree_tokens = tree_tokens if settings.tree_constraint else None
+        self.jit_compile = jit_compile
+
+    def constraint(self, inputs: tf.Tensor, max_lengths: tf.Tensor) -> TreeConstraint | None:
+        """The tree constraint of sentences inputs [B, S] with max_lengths [B], or None."""
+        if self.tree_tokens is None:
+            return None
+        vocab_size = self.model.hparams.targets_vocab_size()  # The logits' width.
+        return TreeConstraint(self.tree_tokens, vocab_size, inputs, max_lengths)
+
+
+class Decoder(ModelSearch):
     """Runs the cached decoder under greedy (beam_size 1) or beam search.
 
     The whole search, encoder included, is one `tf.function` traced once, for
@@ -39,30 +73,23 @@ class Decoder(tf.Module):
       jit_compile: XLA-compile the search.
     """
 
-    def __init__(
-        self,
-        model: Transformer,
-        settings: SearchSettings,
-        tree_tokens: TreeTokens | None = None,
-        jit_compile: bool = True,
-    ) -> None:
-        super().__init__()
-        self.model = model
-        self.settings = settings
-        self.max_length = model.hparams.max_length
-        self.tree_tokens = tree_tokens if settings.tree_constraint else None
-        self.jit_compile = jit_compile
-        # The compiled search itself, for rows already at most max_length long
-        # (graphs of unknown shape, such as a SavedModel's, truncate beforehand).
-        self._compiled = tf.function(
+    @functools.cached_property
+    def _compiled(self) -> Any:
+        """The compiled search itself, for rows already at most max_length long
+        (graphs of unknown shape, such as a SavedModel's, truncate beforehand)."""
+        return tf.function(
             self._search_ids,
-            jit_compile=jit_compile,
+            jit_compile=self.jit_compile,
             input_signature=[tf.TensorSpec([None, None], tf.int32, name="ids")],
             # The search is written with TensorFlow's control flow: converting its
             # Python (autograph) would only triple the tracing time.
             autograph=False,
         )
-        self._shapes: set[tuple[int, ...]] = set()  # The shapes searched eagerly.
+
+    @functools.cached_property
+    def _shapes(self) -> set[tuple[int, ...]]:
+        """The shapes searched eagerly."""
+        return set()
 
     def __call__(self, inputs: Any) -> tuple[tf.Tensor, tf.Tensor]:
         """Decodes a batch.
@@ -115,10 +142,7 @@ class Decoder(tf.Module):
         decode_length, max_lengths = decode_limits(inputs, settings.extra_length, self.max_length)
         min_lengths = minimum_lengths(inputs, settings.min_length, max_lengths)
         state, step = self.model.start_decoding(inputs, decode_length, settings.beam_size)
-        constraint = None
-        if self.tree_tokens is not None:
-            vocab_size = self.model.hparams.targets_vocab_size()  # The logits' width.
-            constraint = TreeConstraint(self.tree_tokens, vocab_size, inputs, max_lengths)
+        constraint = self.constraint(inputs, max_lengths)
         if settings.is_greedy:  # The same search, cheaper.
             return greedy_search(
                 step,

@@ -13,7 +13,9 @@ from t2t_keras.search.rules import (
     batch_size,
     length_penalty,
     masked_log_probs,
+    next_index,
     previous_tokens,
+    write_position,
 )
 from t2t_keras.search.tree_constraint import TreeConstraint
 
@@ -21,10 +23,10 @@ from t2t_keras.search.tree_constraint import TreeConstraint
 class GreedyState(NamedTuple):
     """What greedy search carries from one position to the next."""
 
-    index: tf.Tensor  # the position decoded next
+    index: tf.Tensor  # [B] the position each sentence decodes next
     ids: tf.Tensor  # [B, L] the tokens so far, PAD after
     log_probs: tf.Tensor  # [B] their log-probability
-    finished: tf.Tensor  # [B] bool: EOS has been chosen
+    done: tf.Tensor  # [B] bool: EOS has been chosen
     model_state: Any  # the step function's state
     tree: Any  # the constraint's TreeState; () without one
 
@@ -55,38 +57,45 @@ def greedy_search(
       (ids [B, 1, L] int32 with EOS then PAD, scores [B, 1] float32).
     """
 
-    search = _GreedySearch(step, decode_length, max_lengths, min_lengths, constraint)
+    search = GreedySearch(step, decode_length, max_lengths, min_lengths, constraint, alpha, penalty)
     (final,) = tf.while_loop(
         search.keep_going, lambda now: (search.advance(now),), (search.start(state),)
     )
-    lengths = tf.reduce_sum(tf.cast(final.ids != PAD_ID, tf.int32), axis=1)
-    scores = final.log_probs / length_penalty(lengths, alpha, penalty)
-    return final.ids[:, tf.newaxis], scores[:, tf.newaxis]
+    return search.results(final)
 
 
 @dataclasses.dataclass(frozen=True)
-class _GreedySearch:
-    """One greedy search's settings, and its loop: `start`, then `advance` while `keep_going`."""
+class GreedySearch:
+    """One greedy search's settings, and its loop: `start`, then `advance` while
+    `keep_going`; `results` once the state says `done`."""
 
     step: StepFunction
     decode_length: int | tf.Tensor
     max_lengths: tf.Tensor
     min_lengths: tf.Tensor | None
     constraint: TreeConstraint | None
+    alpha: float = 0.0
+    penalty: str = "gnmt"
 
     def start(self, model_state: Any) -> GreedyState:
         batch = batch_size(self.max_lengths)
         return GreedyState(
-            index=tf.constant(0),
+            index=tf.zeros([batch], tf.int32),
             ids=tf.zeros([batch, self.decode_length], tf.int32),
             log_probs=tf.zeros([batch]),
-            finished=tf.zeros([batch], tf.bool),
+            done=tf.zeros([batch], tf.bool),
             model_state=model_state,
             tree=self.constraint.start(1) if self.constraint is not None else (),
         )
 
+    def results(self, now: GreedyState) -> tuple[tf.Tensor, tf.Tensor]:
+        """(ids [B, 1, L], scores [B, 1]): the tokens and their length-penalized score."""
+        lengths = tf.reduce_sum(tf.cast(now.ids != PAD_ID, tf.int32), axis=1)
+        scores = now.log_probs / length_penalty(lengths, self.alpha, self.penalty)
+        return now.ids[:, tf.newaxis], scores[:, tf.newaxis]
+
     def keep_going(self, now: GreedyState) -> tf.Tensor:
-        return tf.logical_and(now.index < self.decode_length, ~tf.reduce_all(now.finished))
+        return tf.reduce_any(~now.done & (now.index < self.decode_length))
 
     def advance(self, now: GreedyState) -> GreedyState:
         """One position: each unfinished sentence takes its most probable allowed token."""
@@ -101,17 +110,16 @@ class _GreedySearch:
             now.tree,
         )[:, 0]
         best = tf.argmax(log_probs, axis=-1, output_type=tf.int32)
-        tokens = tf.where(now.finished, PAD_ID, best)
+        tokens = tf.where(now.done, PAD_ID, best)
         chosen = tf.gather(log_probs, tokens, batch_dims=1)
-        position = tf.one_hot(now.index, self.decode_length, dtype=tf.int32)
         tree = now.tree
         if self.constraint is not None:
             tree = self.constraint.advance(tree, tokens[:, tf.newaxis])
         return GreedyState(
-            index=now.index + 1,
-            ids=now.ids + position * tokens[:, tf.newaxis],
-            log_probs=now.log_probs + tf.where(now.finished, 0.0, chosen),
-            finished=now.finished | (tokens == EOS_ID),
+            index=next_index(now.index, now.done),
+            ids=write_position(now.ids, now.index, tokens),
+            log_probs=now.log_probs + tf.where(now.done, 0.0, chosen),
+            done=now.done | (tokens == EOS_ID),
             model_state=model_state,
             tree=tree,
         )

@@ -7,7 +7,9 @@ including EOS), V vocabulary.
 
 The step function: `step(state, index, ids [B * K], parents) -> (logits
 [B * K, V], state)` gives the next-token logits after `ids`, the tokens at
-position index - 1 (PAD, the start symbol, at index 0). `parents` [B * K]
+position index - 1 (PAD, the start symbol, at index 0); index [B] is each
+sentence's own position (sentences may be at different positions:
+`search.slots` starts each when a row frees). `parents` [B * K]
 int32 says which row of the previous step each row continues (beam search
 reorders its beams), or is None when every row continues itself (greedy
 search). `state` is the step function's own: the searches only carry it, so
@@ -57,7 +59,7 @@ def allowed_log_probs(
 
     Args:
       logits: [B, K, V] float32.
-      index: the position being decoded.
+      index: [B] the position each sentence decodes.
       max_lengths: [B] most tokens before EOS.
       min_lengths: [B] fewest tokens before EOS (each at most max_lengths), or None.
 
@@ -101,6 +103,21 @@ def batch_size(max_lengths: tf.Tensor) -> int | tf.Tensor:
 
 
 def previous_tokens(ids: tf.Tensor, index: tf.Tensor) -> tf.Tensor:
-    """The tokens at position index - 1 of ids [..., L]; PAD at index 0."""
-    previous = tf.gather(ids, tf.maximum(index - 1, 0), axis=-1)
-    return tf.where(index > 0, previous, tf.zeros_like(previous))
+    """The tokens of ids [B, ..., L] at each sentence's position index [B] - 1; PAD at 0."""
+    previous = tf.gather(ids, tf.maximum(index - 1, 0), axis=-1, batch_dims=1)
+    started = tf.reshape(index > 0, [-1] + [1] * (previous.shape.rank - 1))
+    return tf.where(started, previous, tf.zeros_like(previous))
+
+
+def write_position(ids: tf.Tensor, index: tf.Tensor, tokens: tf.Tensor) -> tf.Tensor:
+    """ids [B, ..., L] with each sentence's position index [B] set to tokens [B, ...]."""
+    length = ids.shape[-1] if ids.shape[-1] is not None else tf.shape(ids)[-1]
+    at = tf.one_hot(index, length, on_value=True, off_value=False)  # [B, L]
+    at = tf.reshape(at, [-1] + [1] * (ids.shape.rank - 2) + [length])
+    return tf.where(at, tokens[..., tf.newaxis], ids)
+
+
+def next_index(index: tf.Tensor, done: tf.Tensor) -> tf.Tensor:
+    """Each sentence's next position: index [B] + 1, kept where done [B] (a sentence
+    done stays within L however long others go on)."""
+    return index + tf.cast(~done, index.dtype)

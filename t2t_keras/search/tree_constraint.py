@@ -98,12 +98,14 @@ class TreeConstraint:
         )
 
     def allowed(self, state: TreeState, index: tf.Tensor) -> tf.Tensor:
-        """[B, K, V] bool: the tokens each beam may write at position `index`."""
+        """[B, K, V] bool: the tokens each beam may write at position `index`
+        (one for all sentences, or [B], each sentence's own)."""
         needed = self.needed[:, tf.newaxis]  # [B, 1]
         remaining = needed - state.leaves  # [B, K] words still to write
         finished = (state.depth == 0) & (remaining == 0)
         # Opening takes this token, and its close joins those still needed.
-        fits = index + 2 + remaining + state.depth <= self.max_lengths[:, tf.newaxis]
+        own_index = tf.reshape(index, [-1, 1])  # [B|1, 1]
+        fits = own_index + 2 + remaining + state.depth <= self.max_lengths[:, tf.newaxis]
         may_open = ~finished & (state.depth < self.max_depth) & (remaining > 0) & fits
         may_leaf = (state.depth > 0) & (remaining > 0)
         may_close = (state.depth > 0) & ~state.just_opened & ((state.depth > 1) | (remaining == 0))

@@ -2,9 +2,11 @@
 
 `SentenceTranslator` does what every runtime shares; `Translator` searches
 with our Transformer (`export.ctranslate2_runtime.CTranslate2Translator` with a
-CTranslate2 export). Sentences are sorted by length so that each batch holds similar lengths,
-padded to a few shapes so that the compiled search is reused (`search.shapes`), and the
-outputs come back in input order: exactly one per input. An input with
+CTranslate2 export). Sentences are sorted by length, longest first; our
+search takes them through its slots, each sentence taking a slot as one
+frees (`search.slots`: one compiled shape a file), a CTranslate2 export in
+batches of similar lengths, and the outputs come back in input order:
+exactly one per input. An input with
 nothing for the model to read gets an empty output without being decoded:
 an empty or whitespace-only one, or one the vocabulary reads as no tokens
 at all (only characters its normalization drops, such as control
@@ -34,9 +36,8 @@ from t2t_keras.data.ids import EOS_ID, PAD_ID
 from t2t_keras.data.tree_tokens import TreeTokens
 from t2t_keras.data.vocab import Vocabulary
 from t2t_keras.models.transformer import Transformer
-from t2t_keras.search.decoder import Decoder
 from t2t_keras.search.settings import DecodeSettings
-from t2t_keras.search.shapes import search_padded
+from t2t_keras.search.slots import SlotSearch
 
 PROGRESS_EVERY_SECONDS = 10.0
 _SURROGATES = re.compile("[\ud800-\udfff]")
@@ -140,8 +141,8 @@ class SentenceTranslator(abc.ABC):
                 results[i] = Translation([], [], [])
         start = last_report = time.monotonic()
         done = len(rows) - len(order)
-        for chunk in self._batches(rows, order):
-            for index, translation in zip(chunk, self._decode_batch(rows, chunk), strict=True):
+        for group in self._translations(rows, order):
+            for index, translation in group:
                 done += results[index] is None  # A batch may hold sentences done before.
                 results[index] = translation
             now = time.monotonic()
@@ -150,14 +151,19 @@ class SentenceTranslator(abc.ABC):
                 last_report = now
         return results  # type: ignore[return-value]
 
-    def _batches(self, rows: list[list[int]], order: list[int]) -> Iterator[list[int]]:
-        """The batches to decode, as lists of row indices: `order` in batch_size chunks."""
-        for first in range(0, len(order), self.settings.batch_size):
-            yield order[first : first + self.settings.batch_size]
+    def _translations(
+        self, rows: list[list[int]], order: list[int]
+    ) -> Iterator[list[tuple[int, Translation]]]:
+        """(index, translation) of rows[i] for each i in `order` (longest first), in
+        groups as they are done: batches of batch_size sentences, in that order."""
+        size = self.settings.batch_size
+        for first in range(0, len(order), size):
+            chunk = order[first : first + size]
+            yield list(zip(chunk, self._decode_batch(rows, chunk), strict=True))
 
-    @abc.abstractmethod
     def _decode_batch(self, rows: list[list[int]], chunk: list[int]) -> list[Translation]:
         """The translations of rows[i] for i in chunk, in chunk's order."""
+        raise NotImplementedError
 
 
 class Translator(SentenceTranslator):
@@ -184,33 +190,27 @@ class Translator(SentenceTranslator):
         self.settings = settings
         self.vocabs = vocabs
         self.max_length = model.hparams.max_length
-        self.decoder = Decoder(model, settings.search, tree_tokens, jit_compile)
+        self.search = SlotSearch(
+            model, settings.search, tree_tokens, jit_compile, slots=settings.batch_size
+        )
 
-    def _batches(self, rows: list[list[int]], order: list[int]) -> Iterator[list[int]]:
-        """As every runtime's, but the last batch of many is full: the last batch_size
-        sentences. A partial one would be a shape of its own, and compiling it costs
-        more than searching again the few sentences the batch before holds too."""
-        size = self.settings.batch_size
-        for first in range(0, len(order), size):
-            yield order[max(min(first, len(order) - size), 0) : first + size]
+    def _translations(
+        self, rows: list[list[int]], order: list[int]
+    ) -> Iterator[list[tuple[int, Translation]]]:
+        """As every runtime's, but the sentences share the search's batch_size slots,
+        each taking a slot as one frees (`search.slots`): groups come as the
+        compiled search returns, a block of 2 x batch_size sentences placed each time."""
+        for group in self.search.finish([rows[i] for i in order]):
+            yield [(order[index], self._translation(ids, scores)) for index, ids, scores in group]
 
-    def _decode_batch(self, rows: list[list[int]], chunk: list[int]) -> list[Translation]:
-        batch = np.full([len(chunk), max(len(rows[i]) for i in chunk)], PAD_ID, np.int32)
-        for position, index in enumerate(chunk):
-            batch[position, : len(rows[index])] = rows[index]
-        # Rows were cut to max_length by encode: the compiled search takes them as they are.
-        ids, scores = search_padded(self.decoder.search, tf.constant(batch), self.max_length)
-        translations = []
-        for hypotheses, hypothesis_scores in zip(ids.numpy(), scores.numpy(), strict=True):
-            kept = [(h, s) for h, s in zip(hypotheses, hypothesis_scores, strict=True) if s > -1e30]
-            translations.append(
-                Translation(
-                    texts=[self.vocabs["targets"].decode(h) for h, _ in kept],
-                    scores=[float(s) for _, s in kept],
-                    ids=[_through_eos(h) for h, _ in kept],
-                )
-            )
-        return translations
+    def _translation(self, hypotheses: np.ndarray, scores: np.ndarray) -> Translation:
+        """One sentence's Translation of its hypotheses [R, L] and scores [R] (-inf: none)."""
+        kept = [(h, s) for h, s in zip(hypotheses, scores, strict=True) if s > -1e30]
+        return Translation(
+            texts=[self.vocabs["targets"].decode(h) for h, _ in kept],
+            scores=[float(s) for _, s in kept],
+            ids=[_through_eos(h) for h, _ in kept],
+        )
 
 
 def readable_texts(texts: Sequence[str]) -> list[str]:

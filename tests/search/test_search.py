@@ -11,14 +11,12 @@ import itertools
 import logging
 import math
 
-import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-from decoders import make_decoder
+from decoders import build_model, make_decoder
 from eos_first import make_eos_first
 
-from t2t_keras import registry
 from t2t_keras.data.ids import EOS_ID
 from t2t_keras.errors import UserError
 from t2t_keras.models import TransformerHParams
@@ -39,16 +37,9 @@ TINY = TransformerHParams(
 INPUTS = tf.constant([[5, 6, 7, 8, 9, 1], [9, 4, 1, 0, 0, 0], [3, 1, 0, 0, 0, 0]])
 
 
-def build(hparams: TransformerHParams, seed: int = 3):
-    keras.utils.set_random_seed(seed)
-    model = registry.model("transformer")(hparams)
-    model.build()
-    return model
-
-
 @pytest.fixture(scope="module")
 def model():
-    return build(TINY)
+    return build_model(TINY, 3)
 
 
 def search(
@@ -91,7 +82,7 @@ def test_beam_of_one_is_greedy(model, alpha: float, penalty: str) -> None:
 )
 def test_wide_beam_finds_the_exhaustive_best(stopping: str, penalty: str) -> None:
     """Vocab 5 (PAD, EOS and 3 tokens), at most 3 tokens before EOS: 40 hypotheses."""
-    model = build(TINY.override("vocab_size=5,max_length=8"), seed=7)
+    model = build_model(TINY.override("vocab_size=5,max_length=8"), seed=7)
     inputs = tf.constant([[3, 4, 1]])
     hypotheses = all_hypotheses(most_tokens=3)
     log_probs = teacher_forced_log_probs(model, inputs, hypotheses)
@@ -268,7 +259,7 @@ def test_a_signature_of_unknown_shape_decodes_the_same(model, beam_size: int) ->
 
 @pytest.fixture(scope="module")
 def eos_first_model():
-    model = build(TINY)
+    model = build_model(TINY, 3)
     make_eos_first(model)
     return model
 

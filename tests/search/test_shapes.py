@@ -1,14 +1,11 @@
-"""Batches padded to a few shapes, so the compiled search is reused, decode exactly as they are."""
+"""The few shapes the compiled search is padded to (that padding changes no output:
+`test_slots`)."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
-import tensorflow as tf
 
-from t2t_keras.search.shapes import bucket_rows, bucket_width, bucket_widths, search_padded
-from tests.decoders import make_decoder
-from tests.search.test_search import TINY, build, strip
+from t2t_keras.search.shapes import bucket_rows, bucket_width, bucket_widths
 
 
 @pytest.mark.parametrize(
@@ -29,21 +26,3 @@ def test_one_row_is_at_least_32_wide_and_no_width_passes_max_length() -> None:
 )
 def test_bucket_rows(rows: int, padded: int) -> None:
     assert bucket_rows(rows) == padded
-
-
-@pytest.mark.parametrize("beam_size", [1, 3])
-def test_padded_rows_and_columns_change_no_output(beam_size: int) -> None:
-    model = build(TINY)
-    decoder = make_decoder(model, beam_size, extra_length=4, jit_compile=True)
-    rng = np.random.default_rng(0)
-    lengths = [5, 3, 9, 2, 7]
-    inputs = np.zeros([5, 10], np.int32)
-    for row, length in enumerate(lengths):
-        inputs[row, : length - 1] = rng.integers(2, TINY.vocab_size, length - 1)
-        inputs[row, length - 1] = 1  # EOS
-    ids, scores = search_padded(decoder.search, tf.constant(inputs), TINY.max_length)
-    assert ids.shape[0] == 5 and decoder.compilations() == 1  # Searched as 8 x 16.
-    expected_ids, expected_scores = decoder(inputs)
-    for row in range(5):
-        assert strip(ids[row, 0].numpy()) == strip(expected_ids[row, 0].numpy())
-    np.testing.assert_allclose(scores, expected_scores, rtol=1e-5)

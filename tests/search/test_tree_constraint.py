@@ -180,7 +180,9 @@ def random_step(seed: int):
 
     def step(state, index, previous, parents=None):
         rows = tf.shape(previous)[0]
-        logits = tf.random.stateless_normal([rows, VOCAB], seed=tf.stack([seed, index]))
+        # The step count: the furthest sentence's position (each has its own).
+        count = tf.reduce_max(index)
+        logits = tf.random.stateless_normal([rows, VOCAB], seed=tf.stack([seed, count]))
         return logits * 3.0, state
 
     return step

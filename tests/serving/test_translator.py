@@ -13,7 +13,6 @@ from t2t_keras.errors import UserError
 from t2t_keras.problems.number_words import english, german
 from t2t_keras.run.loading import TrainedModel, load_trained
 from t2t_keras.search.settings import DecodeHParams
-from t2t_keras.search.shapes import bucket_rows, bucket_width
 from t2t_keras.serving.translator import Translation, Translator
 
 NUMBERS = [42, 7, 312_005, 999, 18, 61_000, 5, 230]
@@ -35,7 +34,7 @@ def test_settings_default_to_the_hparams_set(trained: TrainedModel) -> None:
     with pytest.raises(UserError, match="Unknown hparam 'beam'"):
         DecodeHParams().override("beam=2")
     translator = Translator(trained.model, trained.vocabs, settings)
-    assert translator.settings is settings and translator.decoder.settings is search
+    assert translator.settings is settings and translator.search.settings is search
 
 
 def test_outputs_in_input_order_with_blank_lines_kept(trained: TrainedModel) -> None:
@@ -55,7 +54,7 @@ def test_outputs_in_input_order_with_blank_lines_kept(trained: TrainedModel) -> 
 
 def test_batched_outputs_equal_the_decoder_one_by_one(trained: TrainedModel) -> None:
     sources = [english(n) for n in NUMBERS]
-    # 8 sentences in batches of 3: the last batch holds one sentence of the one before.
+    # 8 sentences through 3 slots, each taking the next as its sentence finishes.
     translator = Translator(
         trained.model, trained.vocabs, DecodeHParams(batch_size=3).resolve(trained.hparams)
     )
@@ -107,24 +106,19 @@ def test_output_line_is_one_line_whatever_the_text() -> None:
     )
 
 
-def test_the_compiled_search_is_reused_across_batches(trained: TrainedModel) -> None:
+def test_one_compiled_search_serves_a_whole_file(trained: TrainedModel) -> None:
+    """Sentences share slots, whatever their lengths: one shape (slots x width) a file."""
     sources = [english(n) for n in [*NUMBERS, 1, 2_000_000, 77]]
     translator = Translator(
         trained.model,
         trained.vocabs,
         DecodeHParams(batch_size=2, beam_size=1).resolve(trained.hparams),
     )
-    rows, _ = translator.encode(sources)
-    lengths = sorted((len(row) for row in rows), reverse=True)
-    # Every batch is full: the odd sentence out is searched with the one before it.
-    assert len(lengths) % 2 == 1
-    batches = [lengths[i : i + 2] for i in range(0, len(lengths) - 1, 2)] + [lengths[-2:]]
-    shapes = {
-        (bucket_rows(2), bucket_width(max(batch), trained.hparams.max_length, 2))
-        for batch in batches
-    }
-    translator.translate(sources)
-    assert translator.decoder.compilations() == len(shapes) < len(sources) // 2
-    translator.translate(sources[::-1])
-    assert translator.decoder.compilations() == len(shapes)
-    assert translator.decoder.tracings() == 1  # One graph, compiled for each shape.
+    first = translator.translate(sources)
+    assert translator.search.compilations() == 1
+    again = translator.translate(sources[::-1])
+    assert [t.texts for t in again] == [t.texts for t in first[::-1]]
+    assert translator.search.compilations() == 1
+    assert translator.search.tracings() == 1  # One graph, compiled for each shape.
+    translator.translate(["forty two"])  # One sentence: a slot of its own, another shape.
+    assert translator.search.compilations() == 2 and translator.search.tracings() == 1

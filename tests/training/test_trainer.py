@@ -248,5 +248,5 @@ def test_dev_bleu_compiles_what_t2t_decoder_compiles(
     )  # fmt: skip
     assert decoded.returncode == 0, decoded.stderr
     evaluation, decoder = built
-    compiled = [(t.decoder.model.use_xla, t.decoder.jit_compile) for t in (evaluation, decoder)]
+    compiled = [(t.search.model.use_xla, t.search.jit_compile) for t in (evaluation, decoder)]
     assert compiled == [(True, False), (True, False)]

@@ -1,0 +1,128 @@
+"""The search in slots: a sentence's result is its own whatever its slot and
+neighbours (beam, greedy, a parser under its constraint), slots are refilled the
+step after their sentence finishes, and the graph path equals the host's loop."""
+
+from __future__ import annotations
+
+import heapq
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from decoders import build_model
+
+from t2t_keras.data.ids import EOS_ID, PAD_ID
+from t2t_keras.data.tree_tokens import TreeTokens
+from t2t_keras.search.decoder import Decoder
+from t2t_keras.search.settings import DecodeHParams
+from t2t_keras.search.slots import SlotSearch
+from tests.search.test_search import TINY as TINY_SEARCH
+
+TINY = TINY_SEARCH.override("max_length=40")
+# Lengths from 1 to 24 tokens, shuffled: neighbours of very different lengths.
+LENGTHS = [3, 24, 1, 9, 17, 2, 12, 6, 20, 4, 1, 15, 8, 11]
+
+
+@pytest.fixture(scope="module")
+def model():
+    return build_model(TINY, 5)
+
+
+def random_rows(lengths: list[int], vocab: int = 20, seed: int = 0) -> list[list[int]]:
+    """Rows of random word ids (2.. vocab - 1), `length` before EOS each."""
+    rng = np.random.default_rng(seed)
+    return [[*rng.integers(2, vocab, size=length).tolist(), EOS_ID] for length in lengths]
+
+
+def strip(ids: np.ndarray) -> list[int]:
+    ids = list(ids)
+    return ids[: ids.index(EOS_ID) + 1] if EOS_ID in ids else ids
+
+
+def assert_same(found: tuple[np.ndarray, np.ndarray], expected: tuple[np.ndarray, np.ndarray]):
+    assert [strip(h) for h in found[0]] == [strip(h) for h in expected[0]]
+    np.testing.assert_allclose(found[1], expected[1], rtol=1e-5, atol=1e-6)
+
+
+def settings_of(model, beam_size: int, **given):
+    return DecodeHParams(beam_size=beam_size, **given).resolve(model.hparams).search
+
+
+@pytest.mark.parametrize("jit_compile", [False, True])
+@pytest.mark.parametrize("beam_size", [1, 4])
+def test_a_sentence_decodes_alone_as_among_others(model, beam_size: int, jit_compile: bool):
+    """Through 3 slots with neighbours of 1 to 24 words, and alone in a slot of its
+    own: the same hypotheses, the same scores, and those of the batch search."""
+    settings = settings_of(model, beam_size, extra_length=6, return_beams=True)
+    rows = random_rows(LENGTHS)
+    shared = SlotSearch(model, settings, jit_compile=jit_compile, slots=3).decode(rows)
+    alone = SlotSearch(model, settings, jit_compile=jit_compile, slots=1)
+    batch = Decoder(model, settings, jit_compile=jit_compile)
+    for row, found in zip(rows, shared, strict=True):
+        (expected,) = alone.decode([row])
+        assert_same(found, expected)
+        ids, scores = batch(tf.constant([row]))
+        assert_same(found, (ids[0].numpy(), scores[0].numpy()))
+
+
+def step_counts(model, settings, rows: list[list[int]]) -> list[int]:
+    """The steps each row's greedy search takes alone: its tokens, EOS included."""
+    alone = SlotSearch(model, settings, jit_compile=False, slots=1)
+    return [len(strip(alone.decode([row])[0][0][0])) for row in rows]
+
+
+def test_a_slot_takes_the_next_sentence_the_step_after_its_own_ends(model):
+    """Slot-steps equal those of slots refilled at once: each of N slots, in order,
+    takes the next sentence (longest input first) the step after its sentence's EOS."""
+    settings = settings_of(model, 1, extra_length=6)
+    rows = random_rows(LENGTHS)
+    steps = step_counts(model, settings, rows)
+    slots = 3
+    search = SlotSearch(model, settings, jit_compile=False, slots=slots)
+    search.decode(rows)
+    free_at = [0] * slots  # The step at which each slot frees.
+    for index in sorted(range(len(rows)), key=lambda i: -len(rows[i])):
+        start = heapq.heappop(free_at)
+        heapq.heappush(free_at, start + steps[index])
+    assert search.busy_steps == sum(steps)
+    assert search.slot_steps == slots * max(free_at)
+
+
+def parser_model():
+    """A tiny model reading the next word's encoding as parsers do, with the tree
+    symbols of test_tree_constraint: "(A" ")A" "(B" ")B" XX = 3..7, words 3..8."""
+    hparams = TINY.override("leaf_words=true,leaf_id=7,vocab_size=9")
+    model = build_model(hparams, seed=2)
+    model.set_word_starts([3, 4, 5, 6, 7, 8])
+    tokens = TreeTokens(
+        open_ids=(3, 5), close_ids=(4, 6), leaf_id=7,
+        word_start_ids=(3, 4, 5, 6, 7, 8), inputs_vocab_size=9,
+    )  # fmt: skip
+    return model, tokens
+
+
+@pytest.mark.parametrize("beam_size", [1, 3])
+def test_a_parsers_constrained_search_is_the_same_alone_and_among_others(beam_size: int):
+    model, tokens = parser_model()
+    settings = settings_of(model, beam_size, extra_length=8, return_beams=True)
+    rows = random_rows([2, 9, 1, 5, 7, 3], vocab=9, seed=1)
+    shared = SlotSearch(model, settings, tokens, jit_compile=False, slots=2).decode(rows)
+    alone = SlotSearch(model, settings, tokens, jit_compile=False, slots=1)
+    for row, found in zip(rows, shared, strict=True):
+        assert_same(found, alone.decode([row])[0])
+        best = strip(found[0][0])
+        words = sum(1 for token in row if 3 <= token <= 8)
+        assert best.count(7) == words  # One XX a word.
+
+
+def test_the_graph_loop_equals_the_hosts(model):
+    """`search_tensor` (the SavedModel's path: TensorFlow ops only) returns what
+    `decode` does, in the rows' order."""
+    settings = settings_of(model, 2, extra_length=4, return_beams=True)
+    rows = random_rows(LENGTHS[:9], seed=3)
+    search = SlotSearch(model, settings, jit_compile=True, slots=2)
+    width = max(len(row) for row in rows)
+    padded = tf.constant([row + [PAD_ID] * (width - len(row)) for row in rows])
+    ids, scores = search.search_tensor(padded)
+    for row_ids, row_scores, expected in zip(ids, scores, search.decode(rows), strict=True):
+        assert_same((row_ids.numpy(), row_scores.numpy()), expected)
