@@ -12,8 +12,11 @@ process of its own, the way a user runs it:
   TF Serving client would;
 - ctranslate2 float32 / int8: `t2t-decoder --runtime=ctranslate2`.
 
-For each: the process's wall time for the whole file and for its first
---short_lines lines, sentences/s of the whole file, and sacreBLEU against
+For each: the sentences/s of decoding the whole file as the process reports
+it (its last "Decoded N/N sentences" log line: from the first sentence to the
+last, start-up and loading left out; the SavedModel client times its
+requests), the process's wall time for the whole file and for its first
+--short_lines lines, sentences/s of the whole process, and sacreBLEU against
 --reference (so a speed-up that changes outputs shows). Rounds alternate the
 runtimes; the tables give medians and each runtime's ratio to CTranslate2
 float32 (per round, then the median). With --xla_cache (the default), the
@@ -48,8 +51,10 @@ STARTED = time.monotonic()  # Before the imports: the profile's start-up include
 
 import json  # noqa: E402
 import os  # noqa: E402
+import re  # noqa: E402
 import shutil  # noqa: E402
 import statistics  # noqa: E402
+import subprocess  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -92,10 +97,14 @@ model_dir, source, output, batch_size = sys.argv[1], sys.argv[2], sys.argv[3], i
 translate = tf.saved_model.load(model_dir).signatures["serving_default"]
 lines = open(source, encoding="utf-8").read().splitlines()
 outputs = []
+import time
+start = time.monotonic()
 for first in range(0, len(lines), batch_size):
     batch = tf.constant(lines[first : first + batch_size])
     outputs += [text.decode("utf-8") for text in translate(inputs=batch)["outputs"].numpy()]
+rate = len(lines) / (time.monotonic() - start)
 open(output, "w", encoding="utf-8").write("".join(line + "\\n" for line in outputs))
+print(f"Decoded {len(lines)}/{len(lines)} sentences ({rate:.1f} sentences/s).", file=sys.stderr)
 """
 
 
@@ -178,6 +187,19 @@ def interactive(dirs: dict[str, str], work_dir: Path) -> list[dict[str, Any]]:
     return results
 
 
+def decoding_run(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """A decoding process's wall seconds, and the sentences/s it reports for its
+    decoding alone (its last "Decoded N/N sentences (X sentences/s)" line: from
+    its first sentence to its last, without start-up, loading or writing)."""
+    start = time.monotonic()
+    finished = subprocess.run(argv, capture_output=True, text=True, env=env)
+    seconds = time.monotonic() - start
+    if finished.returncode:
+        raise RuntimeError(f"{' '.join(argv)} failed:\n{finished.stderr[-3000:]}")
+    rates = re.findall(r"Decoded (\d+)/\1 sentences \(([\d.]+) sentences/s\)", finished.stderr)
+    return seconds, float(rates[-1][1]) if rates else float("nan")
+
+
 def bleu(output: str, reference: str) -> float:
     import sacrebleu
 
@@ -197,7 +219,9 @@ def one_round(
         name = runtime.replace(" ", "_")
         output = str(work_dir / f"{name}.out")
         env = environment(caches[runtime] if runtime == "saved_model" else "")
-        whole = timed_run(runtime_command(runtime, dirs, caches, FLAGS.source, output), env)
+        whole, rate = decoding_run(
+            runtime_command(runtime, dirs, caches, FLAGS.source, output), env
+        )
         short_output = str(work_dir / f"{name}.short.out")
         short_command = runtime_command(runtime, dirs, caches, str(short), short_output)
         short_seconds = timed_run(short_command, env)
@@ -207,6 +231,7 @@ def one_round(
             "sentences": len(lines),
             "wall_seconds": round(whole, 2),
             "sentences_per_s": round(len(lines) / whole, 1),
+            "decoding_sentences_per_s": rate,
             "short_wall_seconds": round(short_seconds, 2),
             "bleu": bleu(output, FLAGS.reference),
         }
@@ -294,7 +319,9 @@ def tables(
 ) -> str:
     header = [
         "runtime",
-        "sentences/s",
+        "sentences/s, decoding",
+        "decoding / CT2 fp32",
+        "sentences/s, process",
         "wall, whole file (s)",
         "wall, short file (s)",
         "BLEU",
@@ -335,6 +362,8 @@ def runtime_row(runtime: str, results: list[dict[str, Any]]) -> list[str]:
     first = min(mine, key=lambda r: r["round"])
     return [
         runtime,
+        f"{median('decoding_sentences_per_s'):.1f}",
+        ratio("decoding_sentences_per_s"),
         f"{median('sentences_per_s'):.1f}",
         f"{median('wall_seconds'):.2f}",
         f"{median('short_wall_seconds'):.2f}",

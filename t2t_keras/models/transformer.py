@@ -353,6 +353,21 @@ class Transformer(keras.Model):
             decoding["words"] = tf.repeat(self._word_memory(inputs, memory), beam_size, axis=0)
         return decoding
 
+    def empty_decoding_memory(
+        self, batch: int | tf.Tensor, width: int | tf.Tensor, beam_size: int = 1
+    ) -> DecodingMemory:
+        """What `encode_for_decoding` returns for `batch` inputs of `width` ids, without
+        encoding any: the memory of sentences not there yet (empty slots)."""
+        self._build_if_needed()
+        memory = tf.zeros([batch, width, self.hparams.d_model], self.compute_dtype)
+        decoding: DecodingMemory = {
+            "layers": [layer.project_memory(memory) for layer in self.decoder_layers],
+            "bias": tf.zeros([batch, 1, 1, width]),
+        }
+        if self.leaf_word_projection is not None:
+            decoding["words"] = tf.repeat(memory, beam_size, axis=0)
+        return decoding
+
     def decoding_step(
         self, memory: DecodingMemory, cache_length: int | tf.Tensor, beam_size: int = 1
     ) -> StepFunction:

@@ -224,7 +224,7 @@ class SlotSearch(ModelSearch):
         """N = count slots of source width S, all empty."""
         inputs = tf.zeros([count, width], tf.int32)
         length, max_lengths = decode_limits(inputs, self.settings.extra_length, self.max_length)
-        memory = self.model.encode_for_decoding(inputs, self.beams)
+        memory = self.model.empty_decoding_memory(count, width, self.beams)
         empty_state = self.model.empty_decoding_state(count, length, self.beams)
         slots = Slots(
             search=None,
