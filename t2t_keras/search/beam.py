@@ -29,6 +29,7 @@ from t2t_keras.search.rules import (
     masked_log_probs,
     next_index,
     previous_tokens,
+    top_k,
     write_position,
 )
 from t2t_keras.search.settings import STOPPING_RULES
@@ -196,13 +197,15 @@ class BeamSearch:
 
     def _candidates(self, state: BeamState, logits: tf.Tensor) -> _Candidates:
         batch, beams = self.batch, self.beams
-        vocab = tf.shape(logits)[-1]
+        vocab = logits.shape[-1] if logits.shape[-1] is not None else tf.shape(logits)[-1]
         logits = tf.reshape(logits, [batch, beams, vocab])
         log_probs = masked_log_probs(
             logits, state.index, self.max_lengths, self.min_lengths, self.constraint, state.tree
         )
-        extended = tf.reshape(state.alive_log_probs[:, :, tf.newaxis] + log_probs, [batch, -1])
-        top_log_probs, top_indices = tf.math.top_k(extended, k=2 * beams)
+        extended = tf.reshape(
+            state.alive_log_probs[:, :, tf.newaxis] + log_probs, [batch, beams * vocab]
+        )
+        top_log_probs, top_indices = top_k(extended, 2 * beams)
         origins, tokens = top_indices // vocab, top_indices % vocab
         ids = write_position(tf.gather(state.alive_ids, origins, batch_dims=1), state.index, tokens)
         return _Candidates(top_log_probs, origins, tokens, ids)

@@ -20,7 +20,7 @@ from eos_first import make_eos_first
 from t2t_keras.data.ids import EOS_ID
 from t2t_keras.errors import UserError
 from t2t_keras.models import TransformerHParams
-from t2t_keras.search import beam_search, decode_limits, greedy_search, length_penalty
+from t2t_keras.search import beam_search, decode_limits, greedy_search, length_penalty, rules
 from t2t_keras.search.settings import STOPPING_RULES, DecodeHParams
 
 TINY = TransformerHParams(
@@ -311,3 +311,18 @@ def test_length_penalty_forms() -> None:
         length_penalty(7, 1.0, "average")
     with pytest.raises(UserError, match="length_penalty"):
         DecodeHParams().override("length_penalty=average")
+
+
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_top_k_of_wide_rows_is_tensorflows_ties_and_all(jit_compile: bool) -> None:
+    """The two-stage top-k of beam search gives tf.math.top_k's values and indices, on
+    rows full of ties and -inf, of widths not a multiple of its chunks."""
+    top = tf.function(rules.top_k, jit_compile=jit_compile)
+    rng = np.random.default_rng(0)
+    for width, k in [(2048, 1), (5000, 8), (8192 * 4, 8), (3001, 16), (100, 4)]:
+        values = rng.integers(-3, 3, size=(4, width)).astype(np.float32)
+        values[rng.random(values.shape) < 0.7] = -np.inf
+        expected = tf.math.top_k(values, k)
+        found = top(tf.constant(values), k)
+        np.testing.assert_array_equal(found[0], expected.values)
+        np.testing.assert_array_equal(found[1], expected.indices)
