@@ -98,7 +98,7 @@ class DecodeHParams(HParams):
     min_length: int = 1  # fewest output tokens for a non-empty input; 0 lets EOS come first
     stopping: str = "first_k"  # beam stops at K finished ("first_k") or when none can win
     tree_constraint: bool = True  # parsing: only well-formed trees over the input's words
-    batch_size: int = 32  # sentences decoded together (file decoding sorts them by length)
+    batch_size: int = 64  # sentences searched at once: our search's slots, a CTranslate2 batch
     return_beams: bool = False  # write every beam, tab-separated, best first
     write_beam_scores: bool = False  # append the score(s) after the output, tab-separated
     num_samples: int = 0  # decode only the split's first N examples; 0 = all of them

@@ -82,7 +82,7 @@ class SlotSearch(ModelSearch):
         settings: SearchSettings,
         tree_tokens: TreeTokens | None = None,
         jit_compile: bool = True,
-        slots: int = 32,
+        slots: int = 64,
     ) -> None:
         super().__init__(model, settings, tree_tokens, jit_compile)
         self.slots = slots
