@@ -31,7 +31,8 @@ import tensorflow as tf
 
 from t2t_keras.data.ids import PAD_ID
 from t2t_keras.data.tree_tokens import TreeTokens
-from t2t_keras.models.transformer import DecodingMemory, StepFunction, Transformer
+from t2t_keras.models.decoding import DecodingMemory, StepFunction
+from t2t_keras.models.transformer import Transformer
 from t2t_keras.search import shapes
 from t2t_keras.search.beam import BeamSearch
 from t2t_keras.search.decoder import ModelSearch, decode_limits, minimum_lengths
