@@ -41,6 +41,10 @@ from t2t_keras.search.rules import NEG_INF
 from t2t_keras.search.settings import SearchSettings
 
 BLOCK_SLOTS = 2  # A block holds this many sentences per slot: M = 2N.
+# The longest 1/LONG_TAIL of a file's rows are searched apart when the rest are
+# at most half as wide, and the file has SPLIT_SLOTS rows a slot or more.
+LONG_TAIL = 20
+SPLIT_SLOTS = 4
 
 
 class Slots(NamedTuple):
@@ -117,8 +121,33 @@ class SlotSearch(ModelSearch):
         if not rows:
             return
         order = sorted(range(len(rows)), key=lambda i: -len(rows[i]))
+        for part in self._parts(rows, order):
+            yield from self._search_part(rows, part)
+
+    def _parts(self, rows: Sequence[Sequence[int]], order: list[int]) -> list[list[int]]:
+        """The rows, longest first, in one part, or two when the longest few are
+        more than twice as wide as the rest: each part is searched in slots of
+        its own width, and a step's attention costs the slots' width (their
+        cache holds width + extra_length positions), so a long tail would make
+        every sentence pay for it."""
         count = min(self.slots, shapes.bucket_rows(len(rows)))
-        width = shapes.bucket_width(max(len(row) for row in rows), self.max_length, count)
+        if len(order) < SPLIT_SLOTS * count:  # Too few for a second compilation to pay.
+            return [order]
+        longest = shapes.bucket_width(len(rows[order[0]]), self.max_length, count)
+        cut = len(order) // LONG_TAIL  # The rows past the tail's shortest.
+        narrow = shapes.bucket_width(len(rows[order[cut]]), self.max_length, count)
+        if 2 * narrow > longest:
+            return [order]
+        wide = [index for index in order if len(rows[index]) > narrow]
+        return [wide, order[len(wide) :]]
+
+    def _search_part(
+        self, rows: Sequence[Sequence[int]], order: list[int]
+    ) -> Iterator[list[tuple[int, np.ndarray, np.ndarray]]]:
+        """Rows `order` (longest first) through slots as wide as the first: a group
+        of (row index, ids, scores) after each compiled call."""
+        count = min(self.slots, shapes.bucket_rows(len(order)))
+        width = shapes.bucket_width(len(rows[order[0]]), self.max_length, count)
         block = BLOCK_SLOTS * count
         slots = self.empty(count, width)
         for first in range(0, len(order), block):

@@ -66,6 +66,21 @@ def test_a_sentence_decodes_alone_as_among_others(model, beam_size: int, jit_com
         assert_same(found, (ids.numpy(), scores.numpy()))
 
 
+def test_a_long_tail_is_searched_in_wider_slots_of_its_own(model):
+    """One sentence of 30 tokens among 20 of 2 to 5: it goes through slots of its
+    width, the others through narrower ones (two shapes), each as the batch search."""
+    settings = settings_of(model, 2, extra_length=4, return_beams=True)
+    rows = random_rows([30, *[2 + i % 4 for i in range(20)]], seed=4)
+    search = SlotSearch(model, settings, jit_compile=False, slots=2)
+    found = search.decode(rows)
+    assert search.compilations() == 2
+    width = max(len(row) for row in rows)
+    padded = tf.constant([row + [PAD_ID] * (width - len(row)) for row in rows])
+    batch_ids, batch_scores = Decoder(model, settings, jit_compile=False)(padded)
+    for result, ids, scores in zip(found, batch_ids, batch_scores, strict=True):
+        assert_same(result, (ids.numpy(), scores.numpy()))
+
+
 def step_counts(model, settings, rows: list[list[int]]) -> list[int]:
     """The steps each row's greedy search takes alone: its tokens, EOS included."""
     alone = SlotSearch(model, settings, jit_compile=False, slots=1)
