@@ -46,11 +46,12 @@ def bucket_rows(rows: int) -> int:
 
 def padded_width(width: tf.Tensor, rows: tf.Tensor, max_length: int) -> tf.Tensor:
     """`bucket_width` in TensorFlow ops: the padded width of rows x width ids."""
-    widths = tf.constant(bucket_widths(max_length))
+    buckets = bucket_widths(max_length)
+    widths = tf.constant(buckets)
     wanted = tf.where(rows == 1, tf.maximum(width, min(ONE_ROW_WIDTH, max_length)), width)
     position = tf.searchsorted(widths, wanted[tf.newaxis], side="left")[0]
     # A row longer than max_length (cut by the caller in practice) keeps its width.
-    return tf.maximum(tf.gather(widths, tf.minimum(position, len(widths) - 1)), width)
+    return tf.maximum(tf.gather(widths, tf.minimum(position, len(buckets) - 1)), width)
 
 
 def padded_rows(rows: tf.Tensor) -> tf.Tensor:
