@@ -8,14 +8,18 @@ every slot, each at its own position; a slot whose sentence is done has its
 result written out and takes the next waiting sentence at position 0, while
 the others go on. A call returns once its block is all placed (the last
 block: once every slot is done), and the slots, mid-sentence, carry into
-the next call. `SlotSearch.decode` is the host's loop: sentences longest
-first (the last to finish are then short ones), blocks of M, results in
-input order.
+the next call. `SlotSearch.finish` is the host's loop: sentences longest
+first (the last to finish are then short ones), blocks of M = 2N, results
+as they finish (`decode`: in input order); `search_tensor` is the same loop
+in TensorFlow ops (a SavedModel's).
 
 A sentence's search reads only its own rows (its encoder output, its beam
 rows, its limits): its result does not depend on its slot or neighbours.
 The shapes compiled are N slots x S source width (a `shapes` bucket for
-the longest sentence): one per file.
+the longest sentence): one per file, N about half its sentences (so that
+slots are refilled) up to batch_size, and a second one when the file's
+longest 5% are more than twice as wide as the rest, searched apart (each
+step's attention costs the slots' width: width + extra_length positions).
 
 Shapes: N slots, M sentences per block, K beams, R hypotheses returned, S
 source width, L output positions.
