@@ -29,9 +29,11 @@ Then --profile_rounds profiles of the TensorFlow runtime, each in a fresh
 process, with an empty XLA cache and then with the one it filled: the
 seconds of start-up (Python and imports), model load, the search's first
 call (its one tracing, the compilation or its load from the cache, and the
-search of the first block), the other calls, and the rest (encoding,
-sorting, writing), with the compiled shapes (slots x width: one per file)
-and the share of slot-steps that advanced a sentence not yet done. Last,
+search of the first block), the other calls, of all calls the blocks'
+insertion (their encoding, timed apart; the rest of the calls advances the
+slots), and the rest (encoding, sorting, writing), with the compiled shapes
+(slots x width: one per file, two for a long tail) and the share of
+slot-steps that advanced a sentence not yet done. Last,
 the latency of t2t-decoder --decode_interactive: the first
 --interactive_lines lines of the source typed in one by one, the seconds
 from each line's Enter to its output line (TensorFlow with an empty, then a
@@ -295,6 +297,7 @@ def profile() -> None:
         file_decoding.decode_file(translator, FLAGS.source, FLAGS.output, out=quiet)
     done = time.monotonic()
     first_call, other_calls = (calls[0], calls[1:]) if calls else (0.0, [])
+    insert = block_encoding_seconds(trained.model, search) * len(calls)
     print(
         json.dumps(
             {
@@ -307,11 +310,32 @@ def profile() -> None:
                 "other_search_seconds": round(sum(other_calls), 2),
                 "rest_seconds": round(done - loaded - sum(calls), 2),
                 "decode_seconds": round(done - loaded, 2),
+                "insert_seconds": round(insert, 2),
                 "busy_slot_steps": round(search.busy_steps / max(search.slot_steps, 1), 4),
                 "slot_steps": search.slot_steps,
             }
         )
     )
+
+
+def block_encoding_seconds(model: Any, search: Any) -> float:
+    """What inserting a block into the slots costs, timed apart: its encoding (the
+    encoder and each decoder layer's keys and values), compiled as the search
+    is, at the block shape of each slot shape searched (their mean)."""
+    import tensorflow as tf
+
+    from t2t_keras.search.slots import BLOCK_SLOTS
+
+    encode = tf.function(lambda ids: model.encode_for_decoding(ids, search.beams), jit_compile=True)
+    seconds = []
+    for count, width in search.searched_shapes():
+        block = tf.zeros([BLOCK_SLOTS * count, width], tf.int32)
+        tf.nest.map_structure(lambda tensor: tensor.numpy(), encode(block))  # Compiled.
+        start = time.monotonic()
+        for _ in range(5):
+            tf.nest.map_structure(lambda tensor: tensor.numpy(), encode(block))
+        seconds.append((time.monotonic() - start) / 5)
+    return statistics.mean(seconds) if seconds else 0.0
 
 
 def tables(
@@ -382,6 +406,7 @@ def profile_rows(entry: dict[str, Any]) -> list[str]:
         "compiled shapes",
         "first call (trace, compile, search)",
         "other calls",
+        "of all calls, inserting blocks",
         "rest",
         "process wall",
     ]
@@ -391,6 +416,7 @@ def profile_rows(entry: dict[str, Any]) -> list[str]:
         entry["compiled_shapes"],
         entry["first_calls_seconds"],
         f"{entry['other_search_calls']} calls, {entry['other_search_seconds']}",
+        entry["insert_seconds"],
         entry["rest_seconds"],
         entry["process_wall_seconds"],
     ]

@@ -190,6 +190,10 @@ class SlotSearch(ModelSearch):
         compiles, or loads from its disk cache, the search once for each."""
         return len(self._shapes)
 
+    def searched_shapes(self) -> list[tuple[int, int]]:
+        """The shapes of slots (N, S) searched in this process, in order."""
+        return sorted(self._shapes)
+
     def tracings(self) -> int:
         """How many graphs of the search have been traced: one, whatever the shapes."""
         return 0 if self._run is None else int(self._run.experimental_get_tracing_count())
