@@ -96,7 +96,7 @@ class SlotSearch(ModelSearch):
         super().__init__(model, settings, tree_tokens, jit_compile)
         self.slots = slots
         self.beams = 1 if settings.is_greedy else settings.beam_size
-        self._run: Any = None  # `run` compiled (`_compiled`).
+        self._run: Any = None  # `run` compiled (`compiled`).
         self._shapes: set[tuple[int, int]] = set()  # The shapes of slots searched eagerly.
         # Slot-steps run by `finish`, and those that advanced a sentence not yet done.
         self.slot_steps = self.busy_steps = 0
@@ -238,11 +238,7 @@ class SlotSearch(ModelSearch):
         ordered = tf.pad(tf.gather(inputs, order), [[0, 0], [0, padded_width - width]])
         block = BLOCK_SLOTS * count
         slots = self.empty(count, padded_width)
-        ids, scores = self.search(slots, None).results(slots.search)
-        found = (
-            tf.zeros(tf.concat([[rows], tf.shape(ids)[1:]], 0), tf.int32),
-            tf.fill(tf.concat([[rows], tf.shape(scores)[1:]], 0), NEG_INF),
-        )
+        found = self._no_results(slots, rows)
 
         def body(first: tf.Tensor, slots: Slots, found: Any) -> tuple[tf.Tensor, Slots, Any]:
             positions = first + tf.range(block)
@@ -303,14 +299,14 @@ class SlotSearch(ModelSearch):
         """
         pending = self._pending(block, numbers)
         total = _rows(slots.sentence) + _rows(numbers)
-        ids, scores = self.search(slots, None).results(slots.search)
+        ids, scores = self._no_results(slots, total + 1)
         finished = Finished(
             count=tf.constant(0),
             slot_steps=tf.constant(0),
             busy_steps=tf.constant(0),
             sentence=tf.fill([total + 1], -1),  # One row more, where the unfinished go.
-            ids=tf.zeros(tf.concat([[total + 1], tf.shape(ids)[1:]], 0), tf.int32),
-            scores=tf.fill(tf.concat([[total + 1], tf.shape(scores)[1:]], 0), NEG_INF),
+            ids=ids,
+            scores=scores,
         )
 
         def keep_going(slots: Slots, placed: tf.Tensor, finished: Finished) -> tf.Tensor:
@@ -335,6 +331,15 @@ class SlotSearch(ModelSearch):
         slots, _, finished = tf.while_loop(keep_going, body, (slots, tf.constant(0), finished))
         return slots, finished._replace(
             sentence=finished.sentence[:-1], ids=finished.ids[:-1], scores=finished.scores[:-1]
+        )
+
+    def _no_results(self, slots: Slots, rows: int | tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        """`rows` rows shaped as the slots' results, none found: (ids [rows, R, L]
+        zeros, scores [rows, R] -inf)."""
+        ids, scores = self.search(slots, None).results(slots.search)
+        return (
+            tf.zeros(tf.concat([[rows], tf.shape(ids)[1:]], 0), tf.int32),
+            tf.fill(tf.concat([[rows], tf.shape(scores)[1:]], 0), NEG_INF),
         )
 
     def _pending(self, block: tf.Tensor, numbers: tf.Tensor) -> Slots:
