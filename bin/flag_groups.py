@@ -80,7 +80,14 @@ def define_data_flags() -> None:
 
 
 def define_source_flags() -> None:
-    """--data_source and --tfds_data_dir, for the binaries that generate data."""
+    """--data_source, --tfds_data_dir and --vocab_from, for the binaries that generate data."""
+    flags.DEFINE_string(
+        "vocab_from",
+        None,
+        "Encode the data with the vocabulary of this trained run (its --output_dir, averaged "
+        "directory or a checkpoint prefix) instead of training one, so that the run can be "
+        "fine-tuned on it (t2t-trainer --warm_start_from).",
+    )
     flags.DEFINE_enum(
         "data_source",
         modes.DATA_SOURCE_AUTO,
@@ -178,7 +185,12 @@ def generate_data(problem: Problem) -> None:
     data_dir = required("data_dir", "the directory to write the vocabulary and shards to")
     tfds_data_dir = FLAGS.tfds_data_dir and os.path.expanduser(FLAGS.tfds_data_dir)
     problem.use_source(FLAGS.data_source, tfds_data_dir)
-    problem.generate_data(os.path.expanduser(data_dir), os.path.expanduser(FLAGS.tmp_dir))
+    data_dir = os.path.expanduser(data_dir)
+    if FLAGS.vocab_from:
+        from t2t_keras.training.warm_start import adopt_vocabularies, find_parent
+
+        adopt_vocabularies(problem, data_dir, find_parent(FLAGS.vocab_from))
+    problem.generate_data(data_dir, os.path.expanduser(FLAGS.tmp_dir))
 
 
 def binary_flag_names() -> set[str]:

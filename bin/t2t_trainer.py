@@ -36,6 +36,14 @@ flags.DEFINE_bool(
     "already there is kept).",
 )
 flags.DEFINE_string("output_dir", None, "Directory for checkpoints, hparams.json and summaries.")
+flags.DEFINE_string(
+    "warm_start_from",
+    None,
+    "Fine-tune: a fresh run starts from this trained run's model weights (its --output_dir, "
+    "its averaged directory, or a checkpoint prefix), with its own optimizer, step and "
+    "schedule; the data must use the parent's vocabulary (t2t-datagen --vocab_from) and the "
+    "hparams its weights' shapes. Ignored when --output_dir already holds checkpoints.",
+)
 flags.DEFINE_integer("train_steps", 250_000, "Train until the global step reaches this.")
 flags.DEFINE_integer("eval_steps", 100, "Dev batches per evaluation; 0 = the whole dev split.")
 flags.DEFINE_integer(
@@ -191,6 +199,7 @@ def _config() -> TrainConfig:
         xla=FLAGS.xla,
         mixed_precision="off",  # --mixed_precision is resolved once the strategy is made.
         profile_steps=profile_steps,
+        warm_start_from=FLAGS.warm_start_from,
     )
 
 

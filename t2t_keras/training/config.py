@@ -47,6 +47,9 @@ class TrainConfig:
     skip_corrupt_records: bool = False
     # Stop after this much wall time (a benchmark's budget); None = no limit.
     max_seconds: float | None = None
+    # A fresh run starts from this trained run's weights (a training or averaged
+    # directory, or a checkpoint prefix); its own optimizer, step and schedule.
+    warm_start_from: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("train_steps", "keep_checkpoint_max", "log_every_steps"):

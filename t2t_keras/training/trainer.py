@@ -22,7 +22,7 @@ from t2t_keras.run import run_files
 from t2t_keras.run.weights import build_model, make_checkpoint
 from t2t_keras.search.settings import DecodeHParams
 from t2t_keras.termination import EvaluationInterrupted, Termination
-from t2t_keras.training import problem_data
+from t2t_keras.training import problem_data, warm_start
 from t2t_keras.training.averaging import average_checkpoints
 from t2t_keras.training.checkpoints import CheckpointSaver
 from t2t_keras.training.config import TrainConfig
@@ -33,6 +33,7 @@ from t2t_keras.training.preemption import Guard, make_guard
 from t2t_keras.training.progress import Progress
 from t2t_keras.training.step import TrainStep
 from t2t_keras.training.strategies import is_chief, worker_id
+from t2t_keras.training.warm_start import PARENT_KEY, Parent, find_parent
 
 POLICIES = {"off": "float32", "fp16": "mixed_float16", "bf16": "mixed_bfloat16"}
 
@@ -99,12 +100,14 @@ def train(
     with output_dir_lock(output_dir, enabled=chief):
         run = _run_record(problem, model_name, data_dir, hparams_set)
         run["mixed_precision"] = config.mixed_precision  # auto's choice, kept for a resume.
+        parent = find_parent(config.warm_start_from) if config.warm_start_from else None
         hparams, encoders, tree = _checked(problem, hparams, data_dir, output_dir, run, config)
         step = build_train_step(model_name, hparams, strategy, config)
         if tree is not None:
             step.model.set_word_starts(tree.word_start_ids)
         saver = _saver(step, output_dir, strategy, config)
         restored = saver.restore()
+        _warm_start(run, step, parent, restored, hparams, encoders, output_dir)
         at = _global_step(step.optimizer)
         if restored:
             termination.trained = termination.saved = at
@@ -126,7 +129,7 @@ def _checked(
     hparams: TransformerHParams,
     data_dir: str,
     output_dir: str,
-    run: dict[str, str],
+    run: dict[str, Any],
     config: TrainConfig,
 ) -> tuple[TransformerHParams, dict[str, Vocabulary], TreeTokens | None]:
     """The hparams to train (vocabulary sizes and leaf id filled in), the problem's
@@ -139,6 +142,35 @@ def _checked(
         hparams = dataclasses.replace(hparams, leaf_id=tree.leaf_id)
     run_files.check_vocabularies(output_dir, _vocab_paths(encoders), hparams)
     return hparams, encoders, tree
+
+
+def _warm_start(
+    run: dict[str, Any],
+    step: TrainStep,
+    parent: Parent | None,
+    restored: str | None,
+    hparams: TransformerHParams,
+    encoders: dict[str, Vocabulary],
+    output_dir: str,
+) -> None:
+    """A fresh run given a parent starts from its weights, and run.json records it; a
+    resumed run continues from its own checkpoints, its recorded parent kept."""
+    if restored:
+        if parent is not None:
+            logging.info(
+                "%s holds checkpoints: resuming from them; --warm_start_from=%s only starts "
+                "a fresh run.",
+                output_dir,
+                parent.checkpoint,
+            )
+        recorded = warm_start.recorded_parent(output_dir)
+        if recorded:
+            run[PARENT_KEY] = recorded
+        return
+    if parent is not None:
+        warm_start.check_fits(parent, hparams, encoders)
+        warm_start.start_from(step.model, parent)
+        run[PARENT_KEY] = parent.record()
 
 
 def _guard(
@@ -181,7 +213,7 @@ def _fix_randomness(config: TrainConfig) -> None:
 
 def _write_run(
     output_dir: str,
-    run: dict[str, str],
+    run: dict[str, Any],
     hparams: TransformerHParams,
     encoders: dict[str, Vocabulary],
 ) -> None:
@@ -217,9 +249,13 @@ def _evaluator(
 
 def _run_record(
     problem: Problem, model_name: str, data_dir: str, hparams_set: str | None
-) -> dict[str, str]:
+) -> dict[str, Any]:
     """What run.json says of this training, besides its vocabularies."""
-    run = {"problem": problem.name, "model": model_name, "data_dir": os.path.abspath(data_dir)}
+    run: dict[str, Any] = {
+        "problem": problem.name,
+        "model": model_name,
+        "data_dir": os.path.abspath(data_dir),
+    }
     if hparams_set:
         run["hparams_set"] = hparams_set
     if source := problem.recorded_source(data_dir):
