@@ -10,10 +10,12 @@ the BFC allocator (`t2t_keras.machine`); the log says what was chosen and why. N
 from __future__ import annotations
 
 import atexit
+import contextlib
 import errno
 import gc
 import os
 import re
+import signal
 import sys
 from collections.abc import Callable
 from typing import NoReturn
@@ -66,6 +68,8 @@ def run(
             fail(str(error))
         except Restartable as stop:
             _restartable_exit(stop)
+        except BrokenPipeError:
+            _output_closed()
         except Exception as error:
             message = no_room_message(error)
             if message is None:
@@ -79,6 +83,15 @@ def run(
         return arguments
 
     app.run(absl_main, flags_parser=parse_flags)
+
+
+def _output_closed() -> NoReturn:
+    """The reader of standard output went away (`| head`): stop quietly, as Unix
+    tools do, with the status of a process ended by SIGPIPE."""
+    # Nothing is left to flush at exit; captured in-process, stdout is no file to redirect.
+    with contextlib.suppress(OSError, ValueError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    sys.exit(128 + signal.SIGPIPE)
 
 
 def _restartable_exit(stop: Restartable) -> NoReturn:

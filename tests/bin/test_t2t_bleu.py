@@ -6,12 +6,13 @@ The first test runs the installed program; the others call it in-process.
 from __future__ import annotations
 
 import re
+import signal
 import subprocess
 from pathlib import Path
 
 import pytest
 import sacremoses
-from binaries import assert_user_error, run, run_in_process
+from binaries import assert_user_error, run, run_in_process, script
 from sacrebleu.metrics import BLEU
 
 SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
@@ -126,3 +127,18 @@ def test_missing_flag_exits_2(tmp_path: Path) -> None:
     (tmp_path / "hyp.de").write_text("eins\n", encoding="utf-8")
     result = run_in_process("t2t-bleu", f"--translation={tmp_path / 'hyp.de'}")
     assert_user_error(result, "--reference is required")
+
+
+def test_a_reader_that_goes_away_ends_it_quietly(tmp_path: Path) -> None:
+    """`t2t-bleu ... | head -1`: no traceback when the pipe closes, SIGPIPE's status."""
+    text = tmp_path / "text"
+    text.write_text("a small house\n")
+    process = subprocess.Popen(
+        [str(script("t2t-bleu")), f"--translation={text}", f"--reference={text}"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    process.stdout.close()  # Long before it prints: starting takes a second.
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 128 + signal.SIGPIPE, stderr.decode()
+    assert b"Traceback" not in stderr
