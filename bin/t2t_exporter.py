@@ -66,7 +66,9 @@ flags.DEFINE_string(
     "decode_hparams",
     "",
     "Search settings of the exported model, comma-separated name=value (unset ones: the "
-    "hparams set's); with return_beams, outputs and scores are [B, beam_size], best first:\n"
+    "hparams set's); with return_beams, outputs and scores are [B, beam_size], best first, "
+    "and with sampling=true [B, samples_per_input] when that is more than 1, drawn with the "
+    "seed given here:\n"
     + "\n".join(
         line
         for line in DecodeHParams.help_text().splitlines()
@@ -122,6 +124,12 @@ def _export_ctranslate2(settings: DecodeHParams) -> int:
         import_ctranslate2,
     )
 
+    if settings.sampling:
+        raise UserError(
+            "--decode_hparams sets sampling=true, but a CTranslate2 export keeps only the "
+            "search defaults (beam_size, alpha, extra_length); sample when decoding it, with "
+            "t2t-decoder --runtime=ctranslate2 --decode_hparams=sampling=true,..."
+        )
     quantization = FLAGS.quantization or "float32"
     check_quantization(quantization)  # Before the model is loaded.
     import_ctranslate2()

@@ -21,6 +21,17 @@ search settings mean what they mean in `t2t_keras.search.beam`:
     for every finished hypothesis under a negligible penalty, which keeps
     the first_k rule, and they are ranked here under ours, GNMT's by default.
 
+Sampling (sampling=true) is CTranslate2's random sampling: beam size 1,
+samples_per_input hypotheses, top_k (0: the whole vocabulary, as ours),
+top_p and temperature as ours. Its random generator is its own: the samples
+follow the TensorFlow runtime's distribution but are others. It starts from
+`seed` when a translator first samples (CTranslate2 seeds its worker's
+generator once), so the first `translate` of a CTranslate2Translator, such
+as t2t-decoder's of a file, draws the same samples for the same inputs,
+settings and seed; later calls go on drawing. A sentence's samples also
+depend on the batch it is drawn in (batch_size, its neighbours), not only on
+the seed and its line as the TensorFlow runtime's.
+
 Scores are the TensorFlow runtime's: the log-probability over our penalty.
 Residual differences: CTranslate2 renormalizes the probabilities after
 barring PAD (and EOS before min_length) where ours does not, which raises its
@@ -35,7 +46,7 @@ often changes the lower beams.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from t2t_keras.data.ids import EOS_ID, UNK_ID
@@ -122,16 +133,25 @@ class CTranslate2Translator(SentenceTranslator):
         """Most tokens before EOS for an input row (`search.decoder.decode_limits`)."""
         return min(len(row) + self.settings.search.extra_length, self.max_length - 1)
 
+    def translate(
+        self,
+        sentences: Sequence[str],
+        report: Callable[[int, int, float], None] | None = None,
+    ) -> list[Translation]:
+        """As every runtime's; the first sampling starts CTranslate2's generator from `seed`."""
+        if self.settings.search.sampling:
+            import_ctranslate2().set_random_seed(self.settings.search.seed)
+        return super().translate(sentences, report)
+
     def _decode_batch(self, rows: list[list[int]], chunk: list[int]) -> list[Translation]:
-        beam_size = self.settings.search.beam_size
+        search = self.settings.search
         limit = self._limit(rows[chunk[0]])
         results = self.translator.translate_batch(
             [[self._source_pieces[token] for token in rows[i]] for i in chunk],
-            beam_size=beam_size,
-            num_hypotheses=beam_size,  # Every finished one, ranked here by our penalty.
+            **_search_options(search),
             length_penalty=_NEARLY_ZERO,
             max_decoding_length=limit,
-            min_decoding_length=min(self.settings.search.min_length, limit),
+            min_decoding_length=min(search.min_length, limit),
             max_input_length=0,  # Rows are cut to max_length already.
             return_scores=True,
             return_end_token=True,
@@ -162,6 +182,20 @@ class CTranslate2Translator(SentenceTranslator):
         if self.settings.search.length_penalty == "gnmt":
             return ((5.0 + length) / 6.0) ** alpha
         return float(length) ** alpha
+
+
+def _search_options(search: SearchSettings) -> dict[str, Any]:
+    """`translate_batch`'s options of the beam or of sampling."""
+    if search.sampling:
+        return {
+            "beam_size": 1,
+            "num_hypotheses": search.samples_per_input,
+            "sampling_topk": search.top_k,  # 0: the whole vocabulary, as ours.
+            "sampling_topp": search.top_p,
+            "sampling_temperature": search.temperature,
+        }
+    # Every finished hypothesis, ranked here by our penalty.
+    return {"beam_size": search.beam_size, "num_hypotheses": search.beam_size}
 
 
 def _check_settings(settings: SearchSettings, compute_type: str) -> None:

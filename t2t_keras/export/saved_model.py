@@ -4,7 +4,11 @@ The SavedModel is self-contained: the tokenizers (their model protos held in
 the graph), the trained weights and the XLA-compiled beam search. Its
 `serving_default` signature takes `inputs` [B] tf.string and returns
 `outputs` [B] tf.string and `scores` [B] float32 (with return_beams,
-[B, K] each, best first). Loading it needs only TensorFlow and, for
+[B, K] each, best first; sampling R = samples_per_input > 1 samples, [B, R]
+each, best first). A sampling export draws with the seed it was exported
+with, sample r of the request's input b from stream b * R + r
+(`search.sampling`): the same request gives the same samples; export
+again with another seed for others. Loading it needs only TensorFlow and, for
 SentencePiece vocabularies, `import tensorflow_text` to register the
 tokenizer ops. Any bytes are taken, invalid UTF-8 too; a Python client
 whose string holds lone surrogates, of which TensorFlow makes no tf.string,
@@ -66,7 +70,8 @@ def export_translator(
       trained: the model with its weights and vocabularies.
       export_dir: the directory of versions; created if missing.
       settings: the search, resolved (`DecodeHParams.resolve`); with
-        return_beams, all K hypotheses per input come back, best first.
+        return_beams, all K hypotheses per input come back, best first, and
+        with sampling, its samples_per_input samples.
       jit_compile: XLA-compile the beam search inside the SavedModel.
       tree_tokens: the tree symbols of the vocabularies (a parsing problem's
         `tree_constraint`): with settings.tree_constraint, the search writes
@@ -153,7 +158,7 @@ def _translate_function(
 
     def translate(inputs: tf.Tensor) -> dict[str, tf.Tensor]:
         """[B] strings -> {"outputs": [B] strings (a parser's: trees), "scores": [B] float32}
-        ([B, K] each with beams).
+        ([B, K] each with beams, [B, R] with R samples).
 
         Any bytes are taken (invalid UTF-8 too), and B may be 0.
         """

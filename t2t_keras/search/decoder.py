@@ -1,4 +1,4 @@
-"""Decoding id batches with a Transformer: greedy or beam search, compiled."""
+"""Decoding id batches with a Transformer: greedy or beam search, or sampling, compiled."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from t2t_keras.data.tree_tokens import TreeTokens
 from t2t_keras.models.transformer import Transformer
 from t2t_keras.search.beam import beam_search
 from t2t_keras.search.greedy import greedy_search
+from t2t_keras.search.sampling import Sampler, best_first
 from t2t_keras.search.settings import SearchSettings
 from t2t_keras.search.tree_constraint import TreeConstraint
 
@@ -41,6 +42,7 @@ class ModelSearch(tf.Module):
         self.max_length = model.hparams.max_length
         self.tree_tokens = tree_tokens if settings.tree_constraint else None
         self.jit_compile = jit_compile
+        self.sampler = Sampler.of(settings)  # None unless settings.sampling.
 
     def constraint(self, inputs: tf.Tensor, max_lengths: tf.Tensor) -> TreeConstraint | None:
         """The tree constraint of sentences inputs [B, S] with max_lengths [B], or None."""
@@ -51,7 +53,7 @@ class ModelSearch(tf.Module):
 
 
 class Decoder(ModelSearch):
-    """Runs the cached decoder under greedy (beam_size 1) or beam search.
+    """Runs the cached decoder under greedy (beam_size 1) or beam search, or samples.
 
     The whole search, encoder included, is one `tf.function` traced once, for
     inputs of any shape, and XLA-compiled when `jit_compile`: XLA compiles it
@@ -67,6 +69,9 @@ class Decoder(ModelSearch):
         hypotheses come back, best first (the search then runs until all are
         final); an input of EOS alone may still give EOS alone whatever
         min_length; beam_size 1 with stopping "first_k" is greedy search.
+        With sampling, row b * R + r of the search draws sample r of input b,
+        its stream (`sampling`), and the R = samples_per_input samples come
+        back best first.
       tree_tokens: the tree symbols of the vocabularies (a parsing problem's
         `tree_constraint`; `tree_constraint.TreeConstraint`), applied when
         settings.tree_constraint; None: no constraint.
@@ -101,7 +106,7 @@ class Decoder(ModelSearch):
         Returns:
           (ids [B, N, L] int32: EOS then PAD after each hypothesis, best first;
           scores [B, N] float32 length-normalized log-probabilities), N = 1, or
-          beam_size with return_beams.
+          beam_size with return_beams, or samples_per_input with sampling.
         """
         inputs = tf.convert_to_tensor(inputs, tf.int32)
         return self.search(self._truncate(inputs))
@@ -139,6 +144,15 @@ class Decoder(ModelSearch):
 
     def _search_ids(self, inputs: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
         settings = self.settings
+        if settings.sampling and settings.samples_per_input > 1:
+            # A row per sample: row b * R + r draws sample r of input b.
+            samples = settings.samples_per_input
+            ids, scores = self._search_rows(tf.repeat(inputs, samples, axis=0))
+            return best_first(ids, scores, samples)
+        return self._search_rows(inputs)
+
+    def _search_rows(self, inputs: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        settings = self.settings
         decode_length, max_lengths = decode_limits(inputs, settings.extra_length, self.max_length)
         min_lengths = minimum_lengths(inputs, settings.min_length, max_lengths)
         state, step = self.model.start_decoding(inputs, decode_length, settings.beam_size)
@@ -153,6 +167,7 @@ class Decoder(ModelSearch):
                 min_lengths,
                 settings.length_penalty,
                 constraint,
+                self.sampler,
             )
         return beam_search(
             step,

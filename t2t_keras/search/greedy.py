@@ -1,4 +1,5 @@
-"""Greedy search: the most probable allowed token at every position (`rules` has the rules)."""
+"""Greedy search: the most probable allowed token at every position (`rules` has the rules),
+or with a `sampling.Sampler`, one drawn from the allowed tokens' distribution."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from t2t_keras.search.rules import (
     previous_tokens,
     write_position,
 )
+from t2t_keras.search.sampling import Sampler
 from t2t_keras.search.tree_constraint import TreeConstraint
 
 
@@ -40,8 +42,10 @@ def greedy_search(
     min_lengths: tf.Tensor | None = None,
     penalty: str = "gnmt",
     constraint: TreeConstraint | None = None,
+    sampler: Sampler | None = None,
+    streams: tf.Tensor | None = None,
 ) -> tuple[tf.Tensor, tf.Tensor]:
-    """The most probable (allowed) token at every position.
+    """The most probable (allowed) token at every position, or one drawn by `sampler`.
 
     Args:
       step: the step function (B rows).
@@ -52,12 +56,16 @@ def greedy_search(
       min_lengths: [B] int32, each at most max_lengths; None = no minimum.
       penalty: the length penalty's form, "gnmt" or "length" (`length_penalty`).
       constraint: what outputs must be (parse trees), or None.
+      sampler: draws each token (`sampling`); None takes the most probable.
+      streams: [B] int32, the sampler's stream of each row; None = the row's index.
 
     Returns:
       (ids [B, 1, L] int32 with EOS then PAD, scores [B, 1] float32).
     """
 
-    search = GreedySearch(step, decode_length, max_lengths, min_lengths, constraint, alpha, penalty)
+    search = GreedySearch(
+        step, decode_length, max_lengths, min_lengths, constraint, alpha, penalty, sampler, streams
+    )
     (final,) = tf.while_loop(
         search.keep_going, lambda now: (search.advance(now),), (search.start(state),)
     )
@@ -76,6 +84,8 @@ class GreedySearch:
     constraint: TreeConstraint | None
     alpha: float = 0.0
     penalty: str = "gnmt"
+    sampler: Sampler | None = None  # Draws each token; None takes the most probable.
+    streams: tf.Tensor | None = None  # [B] int32 the sampler's stream of each row; None: its index
 
     def start(self, model_state: Any) -> GreedyState:
         batch = batch_size(self.max_lengths)
@@ -98,7 +108,8 @@ class GreedySearch:
         return tf.reduce_any(~now.done & (now.index < self.decode_length))
 
     def advance(self, now: GreedyState) -> GreedyState:
-        """One position: each unfinished sentence takes its most probable allowed token."""
+        """One position: each unfinished sentence takes its most probable allowed token
+        (or the sampler's draw)."""
         previous = previous_tokens(now.ids, now.index)
         logits, model_state = self.step(now.model_state, now.index, previous, None)
         log_probs = masked_log_probs(
@@ -109,7 +120,13 @@ class GreedySearch:
             self.constraint,
             now.tree,
         )[:, 0]
-        best = tf.argmax(log_probs, axis=-1, output_type=tf.int32)
+        if self.sampler is None:
+            best = tf.argmax(log_probs, axis=-1, output_type=tf.int32)
+        else:
+            streams = self.streams
+            if streams is None:
+                streams = tf.range(batch_size(self.max_lengths), dtype=tf.int32)
+            best = self.sampler.draw(log_probs, streams, now.index)
         tokens = tf.where(now.done, PAD_ID, best)
         chosen = tf.gather(log_probs, tokens, batch_dims=1)
         tree = now.tree

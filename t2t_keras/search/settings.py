@@ -3,7 +3,9 @@
 `DecodeHParams` is what a user writes: unset search settings are None and take
 the values of the hparams set the model was trained with (the paper's beam 4,
 alpha 0.6 and input length + 50 for translation; beam 21, alpha 0.3 and + 300
-for parsing). `DecodeHParams.resolve` is the one place they are filled in: it
+for parsing). sampling=true draws outputs instead of searching for the best
+(`search.sampling`): beam_size is then 1, and temperature, top_k, top_p, seed
+and samples_per_input, refused without it, say how. `DecodeHParams.resolve` is the one place they are filled in: it
 returns `DecodeSettings`, every value decided, which the binaries build once
 and everything below them (`Decoder`, the translators, the exports, the
 trainer's evaluation, the benchmark) takes as it is.
@@ -14,9 +16,10 @@ This module imports no TensorFlow: the binaries' --help lists these fields.
 from __future__ import annotations
 
 import dataclasses
+import math
 
 from t2t_keras.errors import UserError
-from t2t_keras.hparam import HParams
+from t2t_keras.hparam import HParams, HParamsError
 
 # The beam search's stopping rules (see `beam.beam_search`); defined here, where
 # no TensorFlow is needed to check a --decode_hparams.
@@ -27,6 +30,10 @@ STOPPING_RULES = ("first_k", "best_possible")
 LENGTH_PENALTIES = ("gnmt", "length")
 # The search settings that come from the model's hparams set when unset.
 _FROM_MODEL = ("beam_size", "alpha", "extra_length")
+# The settings that shape sampling, refused without sampling=true.
+SAMPLING_SETTINGS = ("temperature", "top_k", "top_p", "seed", "samples_per_input")
+# The largest seed: the search mixes it into 32-bit hashes (`sampling`).
+MAX_SEED = 2**31 - 1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,10 +65,19 @@ class SearchSettings:
     min_length: int
     stopping: str
     tree_constraint: bool
+    sampling: bool
+    temperature: float
+    top_k: int
+    top_p: float
+    seed: int
+    samples_per_input: int
 
     @property
     def num_returned(self) -> int:
-        """Hypotheses returned per sentence: beam_size with return_beams, else 1."""
+        """Hypotheses returned per sentence: samples_per_input when sampling, else
+        beam_size with return_beams, else 1."""
+        if self.sampling:
+            return self.samples_per_input
         return self.beam_size if self.return_beams else 1
 
     @property
@@ -102,12 +118,18 @@ class DecodeHParams(HParams):
     return_beams: bool = False  # write every beam, tab-separated, best first
     write_beam_scores: bool = False  # append the score(s) after the output, tab-separated
     num_samples: int = 0  # decode only the split's first N examples; 0 = all of them
+    sampling: bool = False  # draw each token from the model's distribution (beam_size 1)
+    temperature: float = 1.0  # sampling: log-probabilities / temperature; < 1 sharper, > 1 flatter
+    top_k: int = 0  # sampling: draw among the k most probable tokens; 0 = the whole vocabulary
+    top_p: float = 1.0  # sampling: among the fewest most probable tokens holding this probability
+    seed: int = 0  # sampling: the same seed, settings and input lines give the same samples
+    samples_per_input: int = 1  # sampling: samples of each input, tab-separated, best first
 
     def validate(self) -> None:
-        for name in ("beam_size", "batch_size"):
+        for name in ("beam_size", "batch_size", "samples_per_input"):
             value = getattr(self, name)
             self.require(value is None or value >= 1, name, "at least 1")
-        for name in ("alpha", "extra_length", "num_samples", "min_length"):
+        for name in ("alpha", "extra_length", "num_samples", "min_length", "top_k"):
             value = getattr(self, name)
             self.require(value is None or value >= 0, name, "0 or more")
         self.require(self.stopping in STOPPING_RULES, "stopping", " or ".join(STOPPING_RULES))
@@ -116,6 +138,41 @@ class DecodeHParams(HParams):
             "length_penalty",
             " or ".join(LENGTH_PENALTIES),
         )
+        self.require(
+            math.isfinite(self.temperature) and self.temperature > 0,
+            "temperature",
+            "a number more than 0",
+        )
+        self.require(0 < self.top_p <= 1, "top_p", "more than 0 and at most 1")
+        self.require(0 <= self.seed <= MAX_SEED, "seed", f"from 0 to {MAX_SEED}")
+        self._validate_sampling()
+
+    def _validate_sampling(self) -> None:
+        """Refuses sampling settings without sampling, and beam settings with it."""
+        if not self.sampling:
+            defaults = {field.name: field.default for field in dataclasses.fields(self)}
+            given = [name for name in SAMPLING_SETTINGS if getattr(self, name) != defaults[name]]
+            if given:
+                name = given[0]
+                raise HParamsError(
+                    f"hparam {name}={getattr(self, name)} is set but sampling is false: "
+                    f"{', '.join(SAMPLING_SETTINGS)} shape sampling only; add sampling=true, "
+                    f"or drop {name}."
+                )
+            return
+        contradictions = {
+            "beam_size": self.beam_size not in (None, 1),
+            "return_beams": self.return_beams,
+            "stopping": self.stopping != "first_k",
+        }
+        for name, contradicts in contradictions.items():
+            if contradicts:
+                value = str(getattr(self, name)).lower()
+                raise HParamsError(
+                    f"hparam {name}={value} cannot go with sampling=true: each sample is drawn "
+                    f"token by token in a row of its own, without beams; drop {name}, and ask "
+                    "for several samples with samples_per_input."
+                )
 
     def resolve(self, defaults: SearchDefaults | HParams) -> DecodeSettings:
         """These settings with every unset search setting decided.
@@ -126,6 +183,8 @@ class DecodeHParams(HParams):
             extra_length take their values.
         """
         given = dataclasses.asdict(self)
+        if self.sampling:  # One row per sample, whatever the model's beam.
+            given["beam_size"] = 1
         for name, value in dataclasses.asdict(SearchDefaults.of(defaults)).items():
             if given[name] is None:
                 given[name] = value

@@ -21,6 +21,11 @@ slots are refilled) up to batch_size, and a second one when the file's
 longest 5% are more than twice as wide as the rest, searched apart (each
 step's attention costs the slots' width: width + extra_length positions).
 
+Sampling searches greedily with a `sampling.Sampler` in every slot, and a
+sentence's R samples are R rows, each in a slot of its own, sample r of the
+sentence numbered i drawing from stream i * R + r: its samples are the same
+whatever the slots, the neighbours and the batch size.
+
 Shapes: N slots, M sentences per block, K beams, R hypotheses returned, S
 source width, L output positions.
 """
@@ -37,7 +42,7 @@ from t2t_keras.data.ids import PAD_ID
 from t2t_keras.data.tree_tokens import TreeTokens
 from t2t_keras.models.decoding import DecodingMemory, StepFunction
 from t2t_keras.models.transformer import Transformer
-from t2t_keras.search import shapes
+from t2t_keras.search import sampling, shapes
 from t2t_keras.search.beam import BeamSearch
 from t2t_keras.search.decoder import ModelSearch, decode_limits, minimum_lengths
 from t2t_keras.search.greedy import GreedySearch
@@ -101,21 +106,25 @@ class SlotSearch(ModelSearch):
         # Slot-steps run by `finish`, and those that advanced a sentence not yet done.
         self.slot_steps = self.busy_steps = 0
 
-    def decode(self, rows: Sequence[Sequence[int]]) -> list[tuple[np.ndarray, np.ndarray]]:
+    def decode(
+        self, rows: Sequence[Sequence[int]], numbers: Sequence[int] | None = None
+    ) -> list[tuple[np.ndarray, np.ndarray]]:
         """Each row's hypotheses, in the rows' order (see `finish`)."""
         results: list[Any] = [None] * len(rows)
-        for group in self.finish(rows):
+        for group in self.finish(rows, numbers):
             for index, ids, scores in group:
                 results[index] = (ids, scores)
         return results
 
     def finish(
-        self, rows: Sequence[Sequence[int]]
+        self, rows: Sequence[Sequence[int]], numbers: Sequence[int] | None = None
     ) -> Iterator[list[tuple[int, np.ndarray, np.ndarray]]]:
         """The rows' hypotheses, a group after each call of the compiled search.
 
         Args:
           rows: ids, each ending with EOS, none longer than max_length.
+          numbers: each row's number, distinct and 0 or more (default: its
+            index), which sampling draws its samples by.
 
         Yields:
           lists of (row index, ids [R, L] int32 with EOS then PAD after each
@@ -124,9 +133,21 @@ class SlotSearch(ModelSearch):
         """
         if not rows:
             return
+        numbers = list(range(len(rows))) if numbers is None else list(numbers)
+        samples = self.settings.samples_per_input
+        if samples > 1:  # A row per sample (`sampling`).
+            groups = self._finish_rows(*sampling.repeat_rows(rows, numbers, samples))
+            yield from sampling.gather_samples(groups, samples)
+        else:
+            yield from self._finish_rows(rows, numbers)
+
+    def _finish_rows(
+        self, rows: Sequence[Sequence[int]], numbers: list[int]
+    ) -> Iterator[list[tuple[int, np.ndarray, np.ndarray]]]:
+        """`finish` of rows searched one slot each, numbered `numbers`."""
         order = sorted(range(len(rows)), key=lambda i: -len(rows[i]))
         for part in self._parts(rows, order):
-            yield from self._search_part(rows, part)
+            yield from self._search_part(rows, part, numbers)
 
     def slots_for(self, rows: int) -> int:
         """The slots that search `rows` sentences: half as many, in a `shapes` bucket,
@@ -152,10 +173,11 @@ class SlotSearch(ModelSearch):
         return [wide, order[len(wide) :]]
 
     def _search_part(
-        self, rows: Sequence[Sequence[int]], order: list[int]
+        self, rows: Sequence[Sequence[int]], order: list[int], numbers: list[int]
     ) -> Iterator[list[tuple[int, np.ndarray, np.ndarray]]]:
-        """Rows `order` (longest first) through slots as wide as the first: a group
-        of (row index, ids, scores) after each compiled call."""
+        """Rows `order` (longest first), numbered `numbers`, through slots as wide as
+        the first: a group of (row index, ids, scores) after each compiled call."""
+        index_of = {numbers[index]: index for index in order}
         count = self.slots_for(len(order))
         width = shapes.bucket_width(len(rows[order[0]]), self.max_length, count)
         block = BLOCK_SLOTS * count
@@ -165,11 +187,11 @@ class SlotSearch(ModelSearch):
             ids = np.full([block, width], PAD_ID, np.int32)
             for position, index in enumerate(chosen):
                 ids[position, : len(rows[index])] = rows[index]
-            numbers = np.full([block], -1, np.int32)
-            numbers[: len(chosen)] = chosen
+            block_numbers = np.full([block], -1, np.int32)
+            block_numbers[: len(chosen)] = [numbers[index] for index in chosen]
             last = first + block >= len(order)
             slots, finished = self.compiled()(
-                slots, tf.constant(ids), tf.constant(numbers), tf.constant(len(chosen)),
+                slots, tf.constant(ids), tf.constant(block_numbers), tf.constant(len(chosen)),
                 tf.constant(last),
             )  # fmt: skip
             self._shapes.add((count, width))
@@ -178,7 +200,7 @@ class SlotSearch(ModelSearch):
             done = int(finished.count)
             yield list(
                 zip(
-                    finished.sentence.numpy()[:done].tolist(),
+                    [index_of[number] for number in finished.sentence.numpy()[:done].tolist()],
                     finished.ids.numpy()[:done],
                     finished.scores.numpy()[:done],
                     strict=True,
@@ -221,7 +243,8 @@ class SlotSearch(ModelSearch):
         """The hypotheses of each row of inputs [B, S] (B > 0), in a graph or eagerly.
 
         What `finish` does, in TensorFlow ops (a SavedModel's serving
-        function): the rows longest first, blocks of M through the slots.
+        function): the rows longest first, blocks of M through the slots;
+        sampling draws sample r of row b from stream b * R + r.
 
         Args:
           inputs: [B, S] int32 ids, each row ending with EOS then PAD, S <= max_length.
@@ -229,6 +252,14 @@ class SlotSearch(ModelSearch):
         Returns:
           (ids [B, R, L] int32, scores [B, R] float32), in the rows' order.
         """
+        samples = self.settings.samples_per_input
+        if samples > 1:  # A row per sample: row b * R + r is sample r of row b.
+            ids, scores = self._search_each_row(tf.repeat(inputs, samples, axis=0))
+            return sampling.best_first(ids, scores, samples)
+        return self._search_each_row(inputs)
+
+    def _search_each_row(self, inputs: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        """`search_tensor` of rows searched one slot each, row b numbered b."""
         run = self.compiled()
         rows, width = tf.shape(inputs)[0], tf.shape(inputs)[1]
         count = tf.minimum(shapes.padded_rows((rows + 1) // 2), self.slots)  # `slots_for`
@@ -417,7 +448,7 @@ class SlotSearch(ModelSearch):
         if settings.is_greedy:
             return GreedySearch(
                 step, self._length(slots), slots.max_lengths, slots.min_lengths, constraint,
-                settings.alpha, settings.length_penalty,
+                settings.alpha, settings.length_penalty, self.sampler, slots.sentence,
             )  # fmt: skip
         return BeamSearch(
             step, settings.beam_size, self._length(slots), slots.max_lengths, slots.min_lengths,

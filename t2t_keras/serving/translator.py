@@ -45,7 +45,8 @@ _SURROGATES = re.compile("[\ud800-\udfff]")
 
 @dataclasses.dataclass
 class Translation:
-    """One input's result: hypotheses best first (one unless return_beams) and their scores."""
+    """One input's result: hypotheses best first (one unless return_beams or several
+    samples) and their scores."""
 
     texts: list[str]
     scores: list[float]
@@ -60,7 +61,7 @@ class Translation:
 
         Args:
           write_scores: append the scores.
-          columns: hypotheses per line (beam_size with return_beams); missing
+          columns: hypotheses per line (`SearchSettings.num_returned`); missing
             ones (an empty input, fewer finished hypotheses) are empty, their
             scores -inf, so every line has the same fields.
         """
@@ -199,8 +200,10 @@ class Translator(SentenceTranslator):
     ) -> Iterator[list[tuple[int, Translation]]]:
         """As every runtime's, but the sentences share the search's batch_size slots,
         each taking a slot as one frees (`search.slots`): groups come as the
-        compiled search returns, a block of 2 x batch_size sentences placed each time."""
-        for group in self.search.finish([rows[i] for i in order]):
+        compiled search returns, a block of 2 x batch_size sentences placed each time.
+        A sentence is numbered by its place in `rows`, its input line, which
+        sampling draws its samples by: the same whatever the other lines."""
+        for group in self.search.finish([rows[i] for i in order], order):
             yield [(order[index], self._translation(ids, scores)) for index, ids, scores in group]
 
     def _translation(self, hypotheses: np.ndarray, scores: np.ndarray) -> Translation:

@@ -123,3 +123,10 @@ def test_flags_of_the_other_runtime_or_format_are_refused(trained_dir: Path) -> 
     assert_user_error(decode, "--ctranslate2_threads applies to --runtime=ctranslate2")
     export = run_in_process("t2t-exporter", f"--output_dir={trained_dir}", "--quantization=int8")
     assert_user_error(export, "--quantization applies to --export_format=ctranslate2")
+    sampling = run_in_process(
+        "t2t-exporter",
+        f"--output_dir={trained_dir}",
+        "--export_format=ctranslate2",
+        "--decode_hparams=sampling=true,top_k=5",
+    )
+    assert_user_error(sampling, "sets sampling=true", "t2t-decoder --runtime=ctranslate2")

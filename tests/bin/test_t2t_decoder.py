@@ -143,6 +143,10 @@ def test_bad_input_is_refused_before_anything_is_written(trained_dir: Path, tmp_
         ),
         (["--output_dir={dir}", "--problem=algorithmic_copy_decimal"], ["not 'algorithmic"]),
         (["--output_dir={dir}", "--decode_hparams=beam=3"], ["Unknown hparam 'beam'"]),
+        (
+            ["--output_dir={dir}", "--decode_hparams=sampling=true,temperature=0"],
+            ["hparam temperature=0.0 is not valid", "must be a number more than 0"],
+        ),
         ([], ["no model to load", "--output_dir"]),
         (
             ["--output_dir={dir}", "--decode_interactive", "--attention_plot_dir=/tmp/plots"],

@@ -147,6 +147,26 @@ def test_default_search_scores_alike(
     assert abs(exact_match(theirs, list(references)) - exact_match(ours, list(references))) <= 2.0
 
 
+def test_sampling_draws_the_same_samples_from_the_same_seed(
+    export_dir: str, examples: list[tuple[str, str]]
+) -> None:
+    sources = [source for source, _ in examples[:20]]
+    defaults = search_defaults(read_info(export_dir))
+
+    def sample(seed: int) -> list[Translation]:
+        given = "sampling=true,samples_per_input=3,temperature=1.5,top_p=0.95,top_k=20"
+        settings = DecodeHParams().override(f"{given},seed={seed}").resolve(defaults)
+        return CTranslate2Translator(export_dir, settings, threads=1).translate(sources)
+
+    first, again, other = sample(1), sample(1), sample(2)
+    assert [t.ids for t in again] == [t.ids for t in first]
+    assert [t.ids for t in other] != [t.ids for t in first]
+    for translation in first:
+        assert len(translation.ids) == 3 and all(ids[-1] == EOS_ID for ids in translation.ids)
+        assert translation.scores == sorted(translation.scores, reverse=True)
+    assert sum(len({tuple(ids) for ids in t.ids}) > 1 for t in first) >= len(sources) // 2
+
+
 def teacher_forced(
     trained: TrainedModel, export_dir: str, pairs: list[tuple[str, str]]
 ) -> tuple[np.ndarray, list[np.ndarray], np.ndarray, list[list[float]]]:

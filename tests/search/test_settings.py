@@ -100,6 +100,12 @@ def test_resolving_fills_only_what_is_unset() -> None:
         min_length=1,
         stopping="first_k",
         tree_constraint=True,
+        sampling=False,
+        temperature=1.0,
+        top_k=0,
+        top_p=1.0,
+        seed=0,
+        samples_per_input=1,
     )
     assert (settings.batch_size, settings.num_samples, settings.search.num_returned) == (3, 0, 2)
     parser = DecodeHParams().resolve(parsing).search
@@ -126,3 +132,46 @@ def test_an_export_takes_only_search_settings() -> None:
     DecodeHParams(beam_size=2, alpha=1.0, return_beams=True).check_search_only()
     with pytest.raises(UserError, match="sets batch_size, which an exported model does not have"):
         DecodeHParams(batch_size=2).check_search_only()
+
+
+def test_sampling_searches_one_row_a_sample() -> None:
+    """Whatever the model's beam, sampling draws with beam 1; its samples are the
+    hypotheses returned."""
+    tiny = transformer_tiny()
+    given = DecodeHParams().override("sampling=true,temperature=0.8,top_k=10,samples_per_input=5")
+    search = given.resolve(tiny).search
+    assert tiny.beam_size > 1 and search.beam_size == 1 and search.is_greedy
+    assert (search.temperature, search.top_k, search.top_p, search.seed) == (0.8, 10, 1.0, 0)
+    assert search.num_returned == 5
+    assert DecodeHParams().override("sampling=true,beam_size=1").resolve(tiny).search.sampling
+    given.check_search_only()  # An export takes them.
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        (
+            "sampling=true,temperature=0",
+            "temperature=0.0 is not valid: temperature must be a number more than 0.",
+        ),
+        ("sampling=true,temperature=-0.5", "temperature must be a number more than 0."),
+        (
+            "sampling=true,top_p=0",
+            "top_p=0.0 is not valid: top_p must be more than 0 and at most 1.",
+        ),
+        ("sampling=true,top_p=1.01", "top_p must be more than 0 and at most 1."),
+        ("sampling=true,top_k=-1", "top_k=-1 is not valid: top_k must be 0 or more."),
+        ("sampling=true,samples_per_input=0", "samples_per_input must be at least 1."),
+        ("sampling=true,seed=-1", "seed must be from 0 to 2147483647."),
+        ("sampling=true,beam_size=4", "beam_size=4 cannot go with sampling=true"),
+        ("sampling=true,return_beams=true", "return_beams=true cannot go with sampling=true"),
+        ("sampling=true,stopping=best_possible", "stopping=best_possible cannot go with sampling"),
+        ("temperature=0.8", "temperature=0.8 is set but sampling is false"),
+        ("top_p=0.9,samples_per_input=2", "top_p=0.9 is set but sampling is false"),
+    ],
+)
+def test_sampling_settings_are_refused_in_one_sentence(given: str, message: str) -> None:
+    with pytest.raises(UserError) as raised:
+        DecodeHParams().override(given)
+    text = str(raised.value)
+    assert message in text and "\n" not in text and text.count(". ") == 0, text

@@ -122,3 +122,22 @@ def test_one_compiled_search_serves_a_whole_file(trained: TrainedModel) -> None:
     assert translator.search.tracings() == 1  # One graph, compiled for each shape.
     translator.translate(["forty two"])  # One sentence: a slot of its own, another shape.
     assert translator.search.compilations() == 2 and translator.search.tracings() == 1
+
+
+def test_sampling_gives_each_line_its_own_samples_best_first(trained: TrainedModel) -> None:
+    """samples_per_input samples a line, best first, a column each; a line's samples
+    depend on its number, not on the other lines."""
+    given = "sampling=true,samples_per_input=3,seed=7,temperature=1.5,batch_size=3"
+    settings = DecodeHParams().override(given).resolve(trained.hparams)
+    translator = Translator(trained.model, trained.vocabs, settings)
+    sources = [english(n) for n in NUMBERS]
+    first = translator.translate(sources)
+    others = [english(n + 1) for n in NUMBERS]
+    others[2] = sources[2]
+    again = translator.translate(others)
+    assert again[2].texts == first[2].texts and again[2].scores == first[2].scores
+    for translation in first:
+        assert len(translation.texts) == 3
+        assert translation.scores == sorted(translation.scores, reverse=True)
+        assert len(translation.line(write_scores=True, columns=3).split("\t")) == 6
+    assert sum(len(set(t.texts)) > 1 for t in first) >= len(NUMBERS) // 2
