@@ -75,6 +75,7 @@ setup(
             "t2t-avg-checkpoints=t2t_keras.bin.t2t_avg_checkpoints:run",
             "t2t-exporter=t2t_keras.bin.t2t_exporter:run",
             "t2t-benchmark=t2t_keras.bin.t2t_benchmark:run",
+            "t2t-score=t2t_keras.bin.t2t_score:run",
         ]
     },
     classifiers=[

@@ -87,6 +87,22 @@ class ParsingProblem(Text2TextProblem):
     def model_input(self, line: str) -> str:
         return " ".join(trees.escape_words(line))
 
+    def model_target(self, line: str) -> str:
+        """A gold PTB tree's linearized target, cleaned as training cleans it; reversed,
+        the words (escaped as `model_input` escapes them). A blank line stays blank.
+
+        Raises:
+          TreeError: a line that is not one well-formed tree, or one with no words left.
+        """
+        if self.was_reversed:
+            return " ".join(trees.escape_words(line))
+        if not line.strip():
+            return ""
+        tree = trees.clean(trees.parse_tree(line))
+        if tree is None:
+            raise trees.TreeError("a tree of empty elements only (-NONE-), which has no words")
+        return trees.linearize(tree)
+
     def output_texts(self, sources: Sequence[str], outputs: Sequence[str]) -> list[str]:
         """One PTB tree per output over its source's words (`output_trees`); repairs logged."""
         texts, counts = self.output_trees(sources, outputs)

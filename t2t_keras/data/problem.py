@@ -105,6 +105,15 @@ class Problem:
         """The text the model reads for one line of input (as it is; a parser escapes brackets)."""
         return line
 
+    def model_target(self, line: str) -> str:
+        """The text the model is scored on for one given target line (`t2t-score`): as it
+        is; a parser reads a PTB tree and linearizes it as training did.
+
+        Raises:
+          ValueError: a line the problem cannot read as a target (a parser's non-tree).
+        """
+        return line
+
     def output_texts(self, sources: Sequence[str], outputs: Sequence[str]) -> list[str]:
         """What is written for each model output (the text itself; a parser writes trees).
 
