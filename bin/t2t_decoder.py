@@ -20,6 +20,10 @@ tree_constraint=false; the CTranslate2 runtime cannot, and says so), each
 output line is a PTB tree over exactly the input's words, repaired if the
 model's output was not one (`t2t_keras.data.tree_repair`; repairs are counted
 in the log), and scores are EVALB's against gold trees.
+--decode_hparams=sampling=true draws outputs from the model's distribution
+instead of searching (temperature, top_k, top_p, seed; samples_per_input of
+each line, tab-separated like return_beams): the same file, settings and
+seed give the same samples.
 
 --runtime=ctranslate2 decodes the same way with a CTranslate2 export
 (t2t-exporter --export_format=ctranslate2), which needs neither the training
@@ -41,7 +45,7 @@ from t2t_keras.search.settings import DecodeHParams
 
 if TYPE_CHECKING:
     from t2t_keras.run.loading import TrainedModel
-    from t2t_keras.search.settings import DecodeSettings
+    from t2t_keras.search.settings import DecodeSettings, SearchSettings
     from t2t_keras.serving.file_decoding import Decoded
     from t2t_keras.serving.translator import SentenceTranslator, Translator
 
@@ -60,7 +64,8 @@ flags.DEFINE_string(
     "decode_to_file",
     None,
     "Write the outputs here (default with --decode_from_file: "
-    "IN.<hparams_set>.beam<K>.alpha<A>.decodes beside it).",
+    "IN.<hparams_set>.beam<K>.alpha<A>.decodes beside it; sampling: "
+    "IN.<hparams_set>.sample<R>.temperature<T>.top_k<K>.top_p<P>.seed<S>.decodes).",
 )
 flags.DEFINE_string(
     "decode_reference",
@@ -123,7 +128,7 @@ def main() -> int:
     if FLAGS.runtime == "ctranslate2":
         translator, run, stamp = _ctranslate2_translator(settings)
     else:
-        trained = trained_model.load()
+        trained = trained_model.load(ensemble=True)
         translator = _translator(trained, settings.resolve(trained.hparams))
         run, stamp = trained.run, f"{trained.checkpoint}.index"
         plotted = (trained, translator)
@@ -162,6 +167,14 @@ def _check_modes() -> None:
             "--decode_interactive prints its outputs as it goes; drop --decode_to_file and "
             "--attention_plot_dir, or decode a file with --decode_from_file."
         )
+    if trained_model.ensemble_members() and (
+        FLAGS.runtime == "ctranslate2" or FLAGS.attention_plot_dir
+    ):
+        raise UserError(
+            f"--output_dir={FLAGS.output_dir} names an ensemble, which decodes with "
+            "--runtime=tensorflow and plots no attention; drop --runtime=ctranslate2 and "
+            "--attention_plot_dir, or give one model."
+        )
     if FLAGS.runtime == "ctranslate2" and FLAGS.attention_plot_dir:
         raise UserError(
             "--attention_plot_dir plots the TensorFlow model's attention; drop it, or decode "
@@ -185,15 +198,19 @@ def _translator(trained: TrainedModel, settings: DecodeSettings) -> Translator:
     jit_compile = flag_groups.xla().compiles_whole_search
     tree_tokens = trained_model.tree_tokens(trained.run, trained.vocabs)
     translator = Translator(trained.model, trained.vocabs, settings, jit_compile, tree_tokens)
-    search = settings.search
-    logging.info(
-        "Decoding with %s (beam %d, alpha %s, extra length %d).",
-        trained.checkpoint,
-        search.beam_size,
-        search.alpha,
-        search.extra_length,
-    )
+    logging.info("Decoding with %s (%s).", trained.checkpoint, _described(settings.search))
     return translator
+
+
+def _described(search: SearchSettings) -> str:
+    """The search settings a log line names."""
+    if search.sampling:
+        return (
+            f"sampling {search.samples_per_input} a line, temperature {search.temperature}, "
+            f"top_k {search.top_k}, top_p {search.top_p}, seed {search.seed}, "
+            f"extra length {search.extra_length}"
+        )
+    return f"beam {search.beam_size}, alpha {search.alpha}, extra length {search.extra_length}"
 
 
 def _ctranslate2_translator(
@@ -226,14 +243,11 @@ def _ctranslate2_translator(
             "(decode_hparams tree_constraint): outputs that are not well-formed trees over "
             "the input's words are repaired by the rules of t2t_keras/data/tree_repair.py."
         )
-    h = translator.settings.search
     logging.info(
-        "Decoding with the CTranslate2 export %s of %s (beam %d, alpha %s, extra length %d).",
+        "Decoding with the CTranslate2 export %s of %s (%s).",
         model_dir,
         info["checkpoint"],
-        h.beam_size,
-        h.alpha,
-        h.extra_length,
+        _described(translator.settings.search),
     )
     checkpoint_index = f"{info['checkpoint']}.index"
     stamp = checkpoint_index if os.path.exists(checkpoint_index) else model_dir
@@ -264,7 +278,13 @@ def _decode_split(run: dict[str, Any], translator: SentenceTranslator) -> Decode
 def _default_output(translator: SentenceTranslator, hparams_set: str | None) -> str:
     h = translator.settings.search
     name = hparams_set or "model"
-    return f"{FLAGS.decode_from_file}.{name}.beam{h.beam_size}.alpha{h.alpha}.decodes"
+    search = f"beam{h.beam_size}.alpha{h.alpha}"
+    if h.sampling:  # Never the file of a search, nor of other samples.
+        search = (
+            f"sample{h.samples_per_input}.temperature{h.temperature}.top_k{h.top_k}"
+            f".top_p{h.top_p}.seed{h.seed}"
+        )
+    return f"{FLAGS.decode_from_file}.{name}.{search}.decodes"
 
 
 def run() -> None:

@@ -36,7 +36,11 @@ def define_flags(data_dir_help: str) -> None:
     """The flags naming the model and what it must have been trained with; --xla."""
     flag_groups.define_registry_flags()
     flags.DEFINE_string(
-        "output_dir", None, "Training directory t2t-trainer wrote (checkpoints and run files)."
+        "output_dir",
+        None,
+        "Training directory t2t-trainer wrote (checkpoints and run files); several, "
+        "comma-separated (A,B or A/averaged,B/averaged), decode as an ensemble: the models' "
+        "log-probabilities averaged at each step (they must share their vocabularies).",
     )
     flags.DEFINE_string(
         "checkpoint_path",
@@ -79,21 +83,45 @@ def tree_tokens(run: dict[str, Any], vocabs: dict[str, Vocabulary]) -> TreeToken
     return problem.tree_constraint(vocabs) if problem is not None else None
 
 
-def load() -> TrainedModel:
-    """The model --output_dir / --checkpoint_path name, checked against the flags above.
+def load(ensemble: bool = False) -> TrainedModel:
+    """The model --output_dir / --checkpoint_path name, checked against the flags above;
+    with `ensemble`, several (--output_dir=A,B,...) decode as one.
 
     Raises:
       UserError: no model there, or one that --problem, --model,
         --hparams_set, --hparams or --data_dir do not describe.
     """
-    from t2t_keras.run.loading import load_trained
+    from t2t_keras.run.loading import load_ensemble, load_trained
 
     use_xla = flag_groups.xla().compiles_attention
-    trained = load_trained(FLAGS.output_dir, FLAGS.checkpoint_path, FLAGS.hparams_set, use_xla)
+    members = ensemble_members()
+    if members and not ensemble:
+        raise UserError(
+            f"--output_dir={FLAGS.output_dir} names several models, an ensemble, which only "
+            "t2t-decoder decodes with; give one training directory."
+        )
+    if members:
+        trained = load_ensemble(members, FLAGS.hparams_set, use_xla)
+    else:
+        trained = load_trained(FLAGS.output_dir, FLAGS.checkpoint_path, FLAGS.hparams_set, use_xla)
     check_flags(trained.run, trained.hparams, trained.run_dir)
     if FLAGS.data_dir:
         check_data_dir(trained.run, trained.run_dir, FLAGS.data_dir)
     return trained
+
+
+def ensemble_members() -> list[str]:
+    """The training directories of --output_dir=A,B,...; [] for one model."""
+    given = [path for path in (FLAGS.output_dir or "").split(",") if path]
+    if len(given) < 2:
+        return []
+    if FLAGS.checkpoint_path:
+        raise UserError(
+            f"--output_dir={FLAGS.output_dir} names an ensemble, whose members decode with "
+            "their newest checkpoints: drop --checkpoint_path, and name each member's "
+            "training directory, or its averaged directory (TRAIN/averaged)."
+        )
+    return given
 
 
 def load_export(model_dir: str) -> dict[str, Any]:

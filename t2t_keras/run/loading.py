@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+from collections.abc import Sequence
 from typing import Any
 
 import keras
@@ -20,6 +21,7 @@ from t2t_keras import registry
 from t2t_keras.data.vocab import ByteVocabulary, SentencePieceVocabulary, Vocabulary
 from t2t_keras.errors import UserError
 from t2t_keras.hparam import HParams, HParamsError
+from t2t_keras.models.ensemble import Ensemble
 from t2t_keras.run import intact, run_files
 from t2t_keras.run.weights import build_model, restore_model
 
@@ -181,6 +183,41 @@ def load_trained(
     vocabs = load_vocabs(directory, run)
     _check_vocab_sizes(vocabs, run, hparams, directory)
     return TrainedModel(model, hparams, vocabs, run, checkpoint, directory)
+
+
+def load_ensemble(
+    output_dirs: Sequence[str], hparams_set: str | None = None, use_xla: bool = True
+) -> TrainedModel:
+    """Several training directories (or averaged ones) decoding as one `Ensemble`.
+
+    The result is the first member's, but for the model and the checkpoint
+    (the members' checkpoints, comma-separated).
+
+    Raises:
+      UserError: as `load_trained` for each; members whose vocabularies differ.
+    """
+    members = [load_trained(directory, None, hparams_set, use_xla) for directory in output_dirs]
+    first = members[0]
+    for other in members[1:]:
+        for side in ("inputs", "targets"):
+            if _vocab_bytes(first.vocabs[side]) != _vocab_bytes(other.vocabs[side]):
+                raise UserError(
+                    f"the models of an ensemble must share their vocabularies, but the {side} "
+                    f"vocabulary of {other.run_dir} ({other.run['vocab'][side]}) differs from "
+                    f"that of {first.run_dir} ({first.run['vocab'][side]}); ensemble models "
+                    "trained on data of one vocabulary (t2t-datagen --vocab_from shares one)."
+                )
+    model = Ensemble([member.model for member in members])
+    checkpoints = ",".join(member.checkpoint for member in members)
+    return dataclasses.replace(first, model=model, hparams=model.hparams, checkpoint=checkpoints)
+
+
+def _vocab_bytes(vocab: Vocabulary) -> bytes:
+    path = getattr(vocab, "model_path", None)
+    if path is None:
+        return type(vocab).__name__.encode()
+    with open(path, "rb") as file:
+        return file.read()
 
 
 def _check_vocab_sizes(
