@@ -44,6 +44,13 @@ flags.DEFINE_string(
     "schedule; the data must use the parent's vocabulary (t2t-datagen --vocab_from) and the "
     "hparams its weights' shapes. Ignored when --output_dir already holds checkpoints.",
 )
+flags.DEFINE_bool(
+    "warm_start_optimizer",
+    False,
+    "With --warm_start_from: also take the parent's optimizer state and step, so that the "
+    "learning-rate schedule goes on from the parent's step (--train_steps counts from there); "
+    "the parent must be a training checkpoint, not an averaged one.",
+)
 flags.DEFINE_integer("train_steps", 250_000, "Train until the global step reaches this.")
 flags.DEFINE_integer("eval_steps", 100, "Dev batches per evaluation; 0 = the whole dev split.")
 flags.DEFINE_integer(
@@ -200,6 +207,7 @@ def _config() -> TrainConfig:
         mixed_precision="off",  # --mixed_precision is resolved once the strategy is made.
         profile_steps=profile_steps,
         warm_start_from=FLAGS.warm_start_from,
+        warm_start_optimizer=FLAGS.warm_start_optimizer,
     )
 
 

@@ -50,6 +50,9 @@ class TrainConfig:
     # A fresh run starts from this trained run's weights (a training or averaged
     # directory, or a checkpoint prefix); its own optimizer, step and schedule.
     warm_start_from: str | None = None
+    # With warm_start_from: also take the parent's optimizer state and step, so
+    # that its schedule goes on (train_steps then counts from the parent's step).
+    warm_start_optimizer: bool = False
 
     def __post_init__(self) -> None:
         for name in ("train_steps", "keep_checkpoint_max", "log_every_steps"):
@@ -74,6 +77,12 @@ class TrainConfig:
             first, last = self.profile_steps
             _require(
                 1 <= first <= last, "profile_steps", "two steps FIRST,LAST with 1 <= FIRST <= LAST"
+            )
+
+        if self.warm_start_optimizer and not self.warm_start_from:
+            raise UserError(
+                "--warm_start_optimizer takes the optimizer state of the run given with "
+                "--warm_start_from; give that flag too, or drop --warm_start_optimizer."
             )
 
     @property

@@ -98,16 +98,13 @@ def train(
     _fix_randomness(config)
     chief = is_chief(strategy)
     with output_dir_lock(output_dir, enabled=chief):
-        run = _run_record(problem, model_name, data_dir, hparams_set)
-        run["mixed_precision"] = config.mixed_precision  # auto's choice, kept for a resume.
+        run = _run_record(problem, model_name, data_dir, hparams_set, config.mixed_precision)
         parent = find_parent(config.warm_start_from) if config.warm_start_from else None
         hparams, encoders, tree = _checked(problem, hparams, data_dir, output_dir, run, config)
-        step = build_train_step(model_name, hparams, strategy, config)
-        if tree is not None:
-            step.model.set_word_starts(tree.word_start_ids)
+        step = build_train_step(model_name, hparams, strategy, config, tree)
         saver = _saver(step, output_dir, strategy, config)
         restored = saver.restore()
-        _warm_start(run, step, parent, restored, hparams, encoders, output_dir)
+        _warm_start(run, step, parent, restored, hparams, encoders, config, output_dir)
         at = _global_step(step.optimizer)
         if restored:
             termination.trained = termination.saved = at
@@ -119,7 +116,10 @@ def train(
             _write_run(output_dir, run, hparams, encoders)
             evaluator = _evaluator(step, problem, hparams, data_dir, strategy, config)
         guard = _guard(strategy, termination, saver, step)
-        result = _loop(problem, hparams, data_dir, strategy, config, step, saver, evaluator, guard)
+        result = _loop(
+            problem, hparams, data_dir, strategy, config, step, saver, evaluator, guard,
+            _parent_steps(run),
+        )  # fmt: skip
         with termination.busy():
             return _averaged(result, output_dir, config, chief)
 
@@ -151,6 +151,7 @@ def _warm_start(
     restored: str | None,
     hparams: TransformerHParams,
     encoders: dict[str, Vocabulary],
+    config: TrainConfig,
     output_dir: str,
 ) -> None:
     """A fresh run given a parent starts from its weights, and run.json records it; a
@@ -169,8 +170,23 @@ def _warm_start(
         return
     if parent is not None:
         warm_start.check_fits(parent, hparams, encoders)
-        warm_start.start_from(step.model, parent)
+        optimizer = step.optimizer if config.warm_start_optimizer else None
+        warm_start.start_from(step.model, parent, optimizer)
         run[PARENT_KEY] = parent.record()
+        if optimizer is not None:
+            run[PARENT_KEY]["optimizer_step"] = at = _global_step(optimizer)
+            if at >= config.train_steps:
+                raise UserError(
+                    f"--warm_start_optimizer goes on from the parent's step {at}, and "
+                    f"--train_steps={config.train_steps} is not above it: --train_steps "
+                    f"counts from step 0 of the parent's schedule; give more than {at}."
+                )
+
+
+def _parent_steps(run: dict[str, Any]) -> int:
+    """The steps before this run's first that read none of its data: a parent's, whose
+    optimizer it went on with (--warm_start_optimizer); else 0."""
+    return int((run.get(PARENT_KEY) or {}).get("optimizer_step", 0))
 
 
 def _guard(
@@ -248,9 +264,13 @@ def _evaluator(
 
 
 def _run_record(
-    problem: Problem, model_name: str, data_dir: str, hparams_set: str | None
+    problem: Problem,
+    model_name: str,
+    data_dir: str,
+    hparams_set: str | None,
+    mixed_precision: str,
 ) -> dict[str, Any]:
-    """What run.json says of this training, besides its vocabularies."""
+    """What run.json says of this training, besides its vocabularies (and parent)."""
     run: dict[str, Any] = {
         "problem": problem.name,
         "model": model_name,
@@ -260,6 +280,7 @@ def _run_record(
         run["hparams_set"] = hparams_set
     if source := problem.recorded_source(data_dir):
         run["data_source"] = source
+    run["mixed_precision"] = mixed_precision  # auto's choice, kept for a resume.
     return run
 
 
@@ -292,8 +313,10 @@ def build_train_step(
     hparams: TransformerHParams,
     strategy: tf.distribute.Strategy,
     config: TrainConfig,
+    tree: TreeTokens | None = None,
 ) -> TrainStep:
-    """The model, its optimizer (with loss scaling for float16) and the step, in scope."""
+    """The model (reading a parser's `tree` word starts), its optimizer (with loss
+    scaling for float16) and the step, in scope."""
     with strategy.scope():
         model = build_model(
             model_name,
@@ -301,6 +324,8 @@ def build_train_step(
             use_xla=config.xla_mode.compiles_attention,
             dtype=POLICIES[config.mixed_precision],
         )
+        if tree is not None:
+            model.set_word_starts(tree.word_start_ids)
         optimizer = optimizer_from_hparams(hparams)
         if config.mixed_precision == "fp16":
             optimizer = keras.optimizers.LossScaleOptimizer(optimizer, name="loss_scale")
@@ -319,10 +344,13 @@ def _loop(
     saver: CheckpointSaver,
     evaluator: Evaluator | None,
     guard: Guard,
+    steps_before: int = 0,
 ) -> TrainResult:
+    """Trains from the optimizer's step to config.train_steps; the first `steps_before`
+    steps were a parent's, on other data."""
     optimizer, termination = train_step.optimizer, guard.termination
     step = _global_step(optimizer)
-    iterator = _train_batches(problem, hparams, data_dir, strategy, config, step)
+    iterator = _train_batches(problem, hparams, data_dir, strategy, config, step - steps_before)
     train_files = problem.data_files(data_dir, "train")
     progress = Progress(saver.output_dir, config, step, optimizer, saver.chief)
     start, evaluated = time.monotonic(), -1
@@ -410,7 +438,7 @@ def _train_batches(
     config: TrainConfig,
     step: int,
 ) -> Any:
-    """The distributed iterator of training batches, for a run at `step`.
+    """The distributed iterator of training batches, for a run `step` steps in.
 
     Under --deterministic the batches are one fixed stream: a resumed run
     skips the batches the steps before it consumed and goes on as an

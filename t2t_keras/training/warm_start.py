@@ -24,7 +24,7 @@ from t2t_keras.files import write_atomically
 from t2t_keras.hparam import HParams
 from t2t_keras.run import run_files
 from t2t_keras.run.loading import find_checkpoint, read_run_files
-from t2t_keras.run.weights import restore_model
+from t2t_keras.run.weights import restore_model, summarize_error
 
 # run.json's record of the run a fine-tuning started from.
 PARENT_KEY = "warm_start_from"
@@ -108,15 +108,39 @@ def check_fits(parent: Parent, hparams: HParams, encoders: dict[str, Vocabulary]
         )
 
 
-def start_from(model: keras.Model, parent: Parent) -> None:
-    """Loads the parent's model weights into `model` (its optimizer state is left unread)."""
+def start_from(model: keras.Model, parent: Parent, optimizer: Any = None) -> None:
+    """Loads the parent's model weights into `model`, and with `optimizer` its
+    optimizer state and step too (the schedule goes on from the parent's step).
+
+    Raises:
+      UserError: an optimizer asked for, but the checkpoint holds none that fits
+        (an averaged checkpoint keeps the weights only).
+    """
     restore_model(model, parent.checkpoint)
+    if optimizer is None:
+        kept = "optimizer, step and schedule start afresh"
+    else:
+        _restore_optimizer(optimizer, parent.checkpoint)
+        kept = "so are its optimizer state and step, from which the schedule goes on"
     logging.info(
-        "Fine-tuning from %s (problem %s): its weights are loaded; optimizer, step and "
-        "schedule start afresh.",
+        "Fine-tuning from %s (problem %s): its weights are loaded; %s.",
         parent.checkpoint,
         parent.run["problem"],
+        kept,
     )
+
+
+def _restore_optimizer(optimizer: Any, path: str) -> None:
+    checkpoint = tf.train.Checkpoint(optimizer={v.path: v.value for v in optimizer.variables})
+    try:
+        checkpoint.restore(path).expect_partial().assert_existing_objects_matched()
+    except (AssertionError, ValueError, tf.errors.OpError) as error:
+        raise UserError(
+            f"--warm_start_optimizer takes the parent's optimizer state, but {path} holds "
+            f"none that fits this optimizer ({summarize_error(error)}): an averaged checkpoint "
+            "keeps the weights only, and a float16 run's optimizer differs. Give the parent's "
+            "training directory or one of its ckpt-N, or drop --warm_start_optimizer."
+        ) from None
 
 
 def adopt_vocabularies(problem: Problem, data_dir: str, parent: Parent) -> None:

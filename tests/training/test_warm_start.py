@@ -57,41 +57,67 @@ def reversed_data(trained_dir: Path, tmp_path_factory: pytest.TempPathFactory) -
     return root / "data"
 
 
-def test_fine_tuning_starts_from_the_parent_and_resumes_as_never_stopped(
+def test_fine_tuning_starts_from_the_parents_weights_with_a_fresh_optimizer(
     trained_dir: Path, reversed_data: Path, tmp_path: Path
 ) -> None:
-    stopped, straight = tmp_path / "stopped", tmp_path / "straight"
-    first = run_in_process(
-        "t2t-trainer", *_fine_tune(reversed_data, trained_dir, stopped, "--train_steps=1")
+    output_dir = tmp_path / "tuned"
+    result = run_in_process(
+        "t2t-trainer", *_fine_tune(reversed_data, trained_dir, output_dir, "--train_steps=1")
     )
-    assert first.returncode == 0, first.stderr[-3000:]
-    assert "Fine-tuning from" in first.stderr
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "optimizer, step and schedule start afresh" in result.stderr
     # Step 1 of a fresh schedule (warmup: a rate of 3e-5): the parent's weights, barely
     # moved (weights drawn afresh would differ by about 0.02).
     parent = tf.train.load_checkpoint(str(trained_dir / f"ckpt-{TRAINED_STEPS}"))
-    tuned = tf.train.load_checkpoint(str(stopped / "ckpt-1"))
-    names = checkpoint_model_shapes(str(stopped / "ckpt-1"))
+    tuned = tf.train.load_checkpoint(str(output_dir / "ckpt-1"))
+    names = checkpoint_model_shapes(str(output_dir / "ckpt-1"))
     assert len(names) > 20
     for name in names:
         np.testing.assert_allclose(tuned.get_tensor(name), parent.get_tensor(name), atol=1e-4)
-    parent_record = json.loads((stopped / "run.json").read_text())["warm_start_from"]
-    assert parent_record["checkpoint"] == str(trained_dir / f"ckpt-{TRAINED_STEPS}")
-    assert parent_record["problem"] == NUMBER_WORDS
+    record = json.loads((output_dir / "run.json").read_text())["warm_start_from"]
+    assert record == {
+        "checkpoint": str(trained_dir / f"ckpt-{TRAINED_STEPS}"),
+        "problem": NUMBER_WORDS,
+        "hparams_set": "transformer_tiny",
+    }
 
+
+def test_a_fine_tuning_that_goes_on_with_the_parents_optimizer_resumes_as_never_stopped(
+    trained_dir: Path, reversed_data: Path, tmp_path: Path
+) -> None:
+    """With --warm_start_optimizer the steps count on from the parent's; stopped at its
+    first step and rerun, it ends bit for bit as a run never stopped (under --deterministic,
+    the rerun skips only the new data's batches it trained on)."""
+    stopped, straight = tmp_path / "stopped", tmp_path / "straight"
+    optimizer = "--warm_start_optimizer"
+    first = TRAINED_STEPS + 1
+    args = _fine_tune(reversed_data, trained_dir, stopped, f"--train_steps={first}", optimizer)
+    result = run_in_process("t2t-trainer", *args)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "optimizer state and step, from which the schedule goes on" in result.stderr
+    assert (stopped / f"ckpt-{first}.index").exists()
+    record = json.loads((stopped / "run.json").read_text())["warm_start_from"]
+    assert record["optimizer_step"] == TRAINED_STEPS
+    last = TRAINED_STEPS + 3
     for output_dir in (stopped, straight):  # The same command: a rerun, then a fresh run.
-        args = _fine_tune(reversed_data, trained_dir, output_dir, "--train_steps=4")
-        result = run_in_process("t2t-trainer", *args)
+        args = _fine_tune(reversed_data, trained_dir, output_dir, f"--train_steps={last}")
+        result = run_in_process("t2t-trainer", *args, optimizer)
         assert result.returncode == 0, result.stderr[-3000:]
         assert ("resuming from them" in result.stderr) == (output_dir == stopped)
-    assert json.loads((stopped / "run.json").read_text())["warm_start_from"] == parent_record
-    one, other = (tf.train.load_checkpoint(str(d / "ckpt-4")) for d in (stopped, straight))
-    for name in checkpoint_model_shapes(str(stopped / "ckpt-4")):
+        # The rerun skips the one batch of the new data its first step trained on.
+        assert ("Skipping the 1 batches per replica" in result.stderr) == (output_dir == stopped)
+    assert json.loads((stopped / "run.json").read_text())["warm_start_from"] == record
+    one, other = (tf.train.load_checkpoint(str(d / f"ckpt-{last}")) for d in (stopped, straight))
+    parent = tf.train.load_checkpoint(str(trained_dir / f"ckpt-{TRAINED_STEPS}"))
+    names = checkpoint_model_shapes(str(stopped / f"ckpt-{last}"))
+    for name in names:
         np.testing.assert_array_equal(one.get_tensor(name), other.get_tensor(name), name)
-    moved = max(
-        np.abs(one.get_tensor(name) - parent.get_tensor(name)).max()
-        for name in checkpoint_model_shapes(str(stopped / "ckpt-4"))
+    assert max(np.abs(one.get_tensor(n) - parent.get_tensor(n)).max() for n in names) > 0
+    too_few = run_in_process(
+        "t2t-trainer",
+        *_fine_tune(reversed_data, trained_dir, tmp_path / "few", "--train_steps=100", optimizer),
     )
-    assert moved > 0  # It trained.
+    assert_user_error(too_few, f"goes on from the parent's step {TRAINED_STEPS}")
 
 
 def test_a_parent_that_does_not_fit_is_refused(
