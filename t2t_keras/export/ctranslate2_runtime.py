@@ -137,11 +137,13 @@ class CTranslate2Translator(SentenceTranslator):
         self,
         sentences: Sequence[str],
         report: Callable[[int, int, float], None] | None = None,
+        first: int = 0,
     ) -> list[Translation]:
-        """As every runtime's; the first sampling starts CTranslate2's generator from `seed`."""
+        """As every runtime's; the first sampling starts CTranslate2's generator from
+        `seed` (its draws follow its own stream, not the sentences' numbers)."""
         if self.settings.search.sampling:
             import_ctranslate2().set_random_seed(self.settings.search.seed)
-        return super().translate(sentences, report)
+        return super().translate(sentences, report, first)
 
     def _decode_batch(self, rows: list[list[int]], chunk: list[int]) -> list[Translation]:
         search = self.settings.search

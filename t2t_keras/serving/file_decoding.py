@@ -48,8 +48,10 @@ def translate_lines(
     sources: Sequence[str],
     problem: Problem | None = None,
     report: Callable[[int, int, float], None] | None = None,
+    first: int = 0,
 ) -> list[Translation]:
-    """Translations of input lines, as the problem reads and writes them.
+    """Translations of input lines, as the problem reads and writes them; the
+    first line is number `first` (sampling draws each line's samples by its number).
 
     The model reads `problem.model_input(line)`, and each hypothesis becomes
     `problem.output_texts` of it (a parser's tree, never empty for a
@@ -57,9 +59,10 @@ def translate_lines(
     Lone surrogates are read as U+FFFD (`readable_texts`), by the problem too.
     """
     if problem is None:
-        return translator.translate(sources, report)
+        return translator.translate(sources, report, first)
     sources = readable_texts(sources)
-    translations = translator.translate([problem.model_input(s) for s in sources], report)
+    inputs = [problem.model_input(s) for s in sources]
+    translations = translator.translate(inputs, report, first)
     for source, translation in zip(sources, translations, strict=True):
         if source.strip() and not translation.texts:  # No hypothesis ended: still one line.
             translation.texts, translation.scores = [""], [float("-inf")]
@@ -206,7 +209,8 @@ def decode_interactive(
                 error.start,
             )
             text = ""
-        (translation,) = translate_lines(translator, [text], problem)
+        # Numbered as in a file of the lines typed: a line typed again samples anew.
+        (translation,) = translate_lines(translator, [text], problem, first=count - 1)
         print(_line(translation, translator), file=out, flush=True)
 
 

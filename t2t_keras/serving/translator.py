@@ -107,6 +107,7 @@ class SentenceTranslator(abc.ABC):
         self,
         sentences: Sequence[str],
         report: Callable[[int, int, float], None] | None = None,
+        first: int = 0,
     ) -> list[Translation]:
         """Translations of `sentences`, in their order.
 
@@ -114,6 +115,8 @@ class SentenceTranslator(abc.ABC):
           sentences: the inputs, one per sentence.
           report: called as report(done, total, seconds) every few seconds and after
             the last batch.
+          first: the number of the first sentence, the others following it (a
+            line's number in its file or session, by which sampling draws).
 
         Returns:
           One Translation per sentence.
@@ -142,7 +145,7 @@ class SentenceTranslator(abc.ABC):
                 results[i] = Translation([], [], [])
         start = last_report = time.monotonic()
         done = len(rows) - len(order)
-        for group in self._translations(rows, order):
+        for group in self._translations(rows, order, first):
             for index, translation in group:
                 done += results[index] is None  # A batch may hold sentences done before.
                 results[index] = translation
@@ -153,10 +156,11 @@ class SentenceTranslator(abc.ABC):
         return results  # type: ignore[return-value]
 
     def _translations(
-        self, rows: list[list[int]], order: list[int]
+        self, rows: list[list[int]], order: list[int], first: int = 0
     ) -> Iterator[list[tuple[int, Translation]]]:
         """(index, translation) of rows[i] for each i in `order` (longest first), in
-        groups as they are done: batches of batch_size sentences, in that order."""
+        groups as they are done: batches of batch_size sentences, in that order (rows[i]
+        is sentence number first + i)."""
         size = self.settings.batch_size
         for first in range(0, len(order), size):
             chunk = order[first : first + size]
@@ -196,14 +200,15 @@ class Translator(SentenceTranslator):
         )
 
     def _translations(
-        self, rows: list[list[int]], order: list[int]
+        self, rows: list[list[int]], order: list[int], first: int = 0
     ) -> Iterator[list[tuple[int, Translation]]]:
         """As every runtime's, but the sentences share the search's batch_size slots,
         each taking a slot as one frees (`search.slots`): groups come as the
         compiled search returns, a block of 2 x batch_size sentences placed each time.
-        A sentence is numbered by its place in `rows`, its input line, which
-        sampling draws its samples by: the same whatever the other lines."""
-        for group in self.search.finish([rows[i] for i in order], order):
+        Sentence i is numbered first + i, its input line, which sampling draws its
+        samples by: the same whatever the other lines."""
+        numbers = [first + i for i in order]
+        for group in self.search.finish([rows[i] for i in order], numbers):
             yield [(order[index], self._translation(ids, scores)) for index, ids, scores in group]
 
     def _translation(self, hypotheses: np.ndarray, scores: np.ndarray) -> Translation:

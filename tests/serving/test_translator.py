@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +14,7 @@ from t2t_keras.errors import UserError
 from t2t_keras.problems.number_words import english, german
 from t2t_keras.run.loading import TrainedModel, load_trained
 from t2t_keras.search.settings import DecodeHParams
+from t2t_keras.serving.file_decoding import decode_interactive
 from t2t_keras.serving.translator import Translation, Translator
 
 NUMBERS = [42, 7, 312_005, 999, 18, 61_000, 5, 230]
@@ -141,3 +143,11 @@ def test_sampling_gives_each_line_its_own_samples_best_first(trained: TrainedMod
         assert translation.scores == sorted(translation.scores, reverse=True)
         assert len(translation.line(write_scores=True, columns=3).split("\t")) == 6
     assert sum(len(set(t.texts)) > 1 for t in first) >= len(NUMBERS) // 2
+    # Typed lines are numbered as a file's: each equals its file line's samples, and a
+    # line typed again draws anew.
+    typed = [sources[0], sources[1], sources[0]]
+    out = io.StringIO()
+    decode_interactive(translator, io.BytesIO("".join(f"{t}\n" for t in typed).encode()), out)
+    as_file = translator.translate(typed)
+    assert out.getvalue().splitlines() == [t.line(False, 3) for t in as_file]
+    assert as_file[0].texts == first[0].texts and as_file[2].texts != as_file[0].texts
