@@ -205,3 +205,27 @@ def test_tensor2tensor_flags_that_agree_are_accepted(
     assert len((tmp_path / "out.de").read_text(encoding="utf-8").splitlines()) == 2
     checkpoint_time = os.path.getmtime(trained_dir / "ckpt-200.index")
     assert os.path.getmtime(tmp_path / "out.de") == checkpoint_time
+
+
+def test_sampling_with_a_seed_draws_the_same_file_twice_and_another_seed_others(
+    trained_dir: Path, tmp_path: Path
+) -> None:
+    source = tmp_path / "in.en"
+    source.write_text("".join(f"{english(n)}\n" for n in NUMBERS), encoding="utf-8")
+    outputs = []
+    for run_number, seed in enumerate((1, 1, 2)):
+        out = tmp_path / f"out{run_number}.de"
+        result = run_in_process(
+            "t2t-decoder",
+            f"--output_dir={trained_dir}",
+            f"--decode_from_file={source}",
+            f"--decode_to_file={out}",
+            f"--decode_hparams=sampling=true,temperature=1.5,samples_per_input=2,seed={seed}",
+            "--xla=off",
+        )
+        assert result.returncode == 0, result.stderr[-3000:]
+        lines = out.read_text(encoding="utf-8").splitlines()
+        assert len(lines) == len(NUMBERS) and all(len(line.split("\t")) == 2 for line in lines)
+        outputs.append(lines)
+    assert outputs[0] == outputs[1]
+    assert outputs[0] != outputs[2]
