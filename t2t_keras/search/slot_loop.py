@@ -1,0 +1,306 @@
+"""The compiled loop of the slot search: N slots stepped together, each taking the
+next waiting sentence when its own is done (`slots` runs it over files).
+
+`SlotLoop.run` takes a block of up to M waiting sentences: it encodes them
+together, then repeats refill (each empty slot takes the next waiting
+sentence, at position 0), advance (one beam or greedy step of every slot,
+each at its own position) and collect (each slot whose sentence is done has
+its result written out and is emptied). It returns once its block is all
+placed (the last block: once every slot is done); the slots, mid-sentence,
+carry into the next call. A sentence's search reads only its own rows (its
+encoder output, its beam rows, its limits): its result does not depend on
+its slot or neighbours.
+
+Shapes: N slots, M sentences per block, K beams, R hypotheses returned, S
+source width, L output positions.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import tensorflow as tf
+
+from t2t_keras.data.tree_tokens import TreeTokens
+from t2t_keras.models.decoding import DecodingMemory, StepFunction
+from t2t_keras.models.transformer import Transformer
+from t2t_keras.search.beam import BeamSearch
+from t2t_keras.search.decoder import ModelSearch, decode_limits, minimum_lengths
+from t2t_keras.search.greedy import GreedySearch
+from t2t_keras.search.rules import NEG_INF
+from t2t_keras.search.settings import SearchSettings
+
+
+class Slots(NamedTuple):
+    """The N slots: their sentences' searches and what each step reads of them."""
+
+    search: Any  # BeamState or GreedyState over the N slots
+    memory: DecodingMemory  # each slot's encoder output (`Transformer.encode_for_decoding`)
+    inputs: tf.Tensor  # [N, S] each slot's input ids
+    max_lengths: tf.Tensor  # [N] most tokens before EOS
+    min_lengths: tf.Tensor  # [N] fewest tokens before EOS
+    sentence: tf.Tensor  # [N] int32: the sentence in the slot (the caller's number), -1 none
+
+
+class Finished(NamedTuple):
+    """The sentences a call finished, in the order they finished; rows past `count` unused."""
+
+    count: tf.Tensor  # int32
+    slot_steps: tf.Tensor  # int32: steps x N, and those that advanced a sentence not done
+    busy_steps: tf.Tensor
+    sentence: tf.Tensor  # [N + M] int32: the caller's numbers
+    ids: tf.Tensor  # [N + M, R, L] int32
+    scores: tf.Tensor  # [N + M, R] float32
+
+
+class SlotLoop(ModelSearch):
+    """The slots' compiled call over a Transformer: `empty` slots, then `run` a block.
+
+    Args:
+      model: a built Transformer.
+      settings: the search's settings, resolved (`DecodeHParams.resolve`);
+        as `Decoder`'s.
+      tree_tokens: the tree symbols, for the tree constraint (as `Decoder`'s).
+      jit_compile: XLA-compile `run`.
+      slots: N, the most sentences searched at once.
+    """
+
+    def __init__(
+        self,
+        model: Transformer,
+        settings: SearchSettings,
+        tree_tokens: TreeTokens | None = None,
+        jit_compile: bool = True,
+        slots: int = 64,
+    ) -> None:
+        super().__init__(model, settings, tree_tokens, jit_compile)
+        self.slots = slots
+        self.beams = 1 if settings.is_greedy else settings.beam_size
+        self._run: Any = None  # `run` compiled (`compiled`).
+
+    def tracings(self) -> int:
+        """How many graphs of the search have been traced: one, whatever the shapes."""
+        return 0 if self._run is None else int(self._run.experimental_get_tracing_count())
+
+    def compiled(self) -> Any:
+        """`run` compiled: traced once, for slots of any count and width, on first use."""
+        if self._run is None:
+            # Slots of two counts and widths show which dimensions vary.
+            relaxed = tf.nest.map_structure(_relaxed_spec, self.empty(1, 8), self.empty(2, 16))
+            self._run = tf.function(
+                self.run,
+                jit_compile=self.jit_compile,
+                autograph=False,
+                input_signature=[
+                    relaxed,
+                    tf.TensorSpec([None, None], tf.int32, name="block"),
+                    tf.TensorSpec([None], tf.int32, name="numbers"),
+                    tf.TensorSpec([], tf.int32, name="count"),
+                    tf.TensorSpec([], tf.bool, name="last"),
+                ],
+            )
+        return self._run
+
+    def empty(self, count: int, width: int) -> Slots:
+        """N = count slots of source width S, all empty."""
+        inputs = tf.zeros([count, width], tf.int32)
+        length, max_lengths = decode_limits(inputs, self.settings.extra_length, self.max_length)
+        memory = self.model.empty_decoding_memory(count, width, self.beams)
+        empty_state = self.model.empty_decoding_state(count, length, self.beams)
+        slots = Slots(
+            search=None,
+            memory=memory,
+            inputs=inputs,
+            max_lengths=max_lengths,
+            min_lengths=tf.zeros_like(max_lengths),
+            sentence=tf.fill([count], -1),
+        )
+        search = self.search(slots, None).start(empty_state)
+        return slots._replace(search=search._replace(done=tf.ones([count], tf.bool)))
+
+    def run(
+        self,
+        slots: Slots,
+        block: tf.Tensor,
+        numbers: tf.Tensor,
+        count: tf.Tensor,
+        last: tf.Tensor,
+    ) -> tuple[Slots, Finished]:
+        """Places the block's sentences in slots as they free, stepping all slots.
+
+        Args:
+          slots: the slots as the last call left them (`empty` at first).
+          block: [M, S] ids of the waiting sentences, the first `count` real.
+          numbers: [M] int32 the caller's number of each.
+          count: how many of the block are real.
+          last: no block follows: go on until every slot is done.
+
+        Returns:
+          (the slots, the sentences finished).
+        """
+        pending = self._pending(block, numbers)
+        total = _rows(slots.sentence) + _rows(numbers)
+        ids, scores = self._no_results(slots, total + 1)
+        finished = Finished(
+            count=tf.constant(0),
+            slot_steps=tf.constant(0),
+            busy_steps=tf.constant(0),
+            sentence=tf.fill([total + 1], -1),  # One row more, where the unfinished go.
+            ids=ids,
+            scores=scores,
+        )
+
+        def keep_going(slots: Slots, placed: tf.Tensor, finished: Finished) -> tf.Tensor:
+            return (placed < count) | (last & tf.reduce_any(slots.sentence >= 0))
+
+        def body(
+            slots: Slots, placed: tf.Tensor, finished: Finished
+        ) -> tuple[Slots, tf.Tensor, Finished]:
+            slots, placed = self._refill(slots, pending, placed, count)
+            step = self.model.decoding_step(slots.memory, self._length(slots), self.beams)
+            search = self.search(slots, step)
+            busy = tf.reduce_sum(tf.cast(~slots.search.done & (slots.sentence >= 0), tf.int32))
+            finished = finished._replace(
+                slot_steps=finished.slot_steps + _rows(slots.sentence),
+                busy_steps=finished.busy_steps + busy,
+            )
+            slots, finished = self._collect(
+                slots._replace(search=search.advance(slots.search)), search, finished
+            )
+            return slots, placed, finished
+
+        slots, _, finished = tf.while_loop(keep_going, body, (slots, tf.constant(0), finished))
+        return slots, finished._replace(
+            sentence=finished.sentence[:-1], ids=finished.ids[:-1], scores=finished.scores[:-1]
+        )
+
+    def _no_results(self, slots: Slots, rows: int | tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        """`rows` rows shaped as the slots' results, none found: (ids [rows, R, L]
+        zeros, scores [rows, R] -inf)."""
+        ids, scores = self.search(slots, None).results(slots.search)
+        return (
+            tf.zeros(tf.concat([[rows], tf.shape(ids)[1:]], 0), tf.int32),
+            tf.fill(tf.concat([[rows], tf.shape(scores)[1:]], 0), NEG_INF),
+        )
+
+    def _pending(self, block: tf.Tensor, numbers: tf.Tensor) -> Slots:
+        """The block's sentences as slots of their own, to be copied from."""
+        _, max_lengths = decode_limits(block, self.settings.extra_length, self.max_length)
+        return Slots(
+            search=None,
+            memory=self.model.encode_for_decoding(block, self.beams),
+            inputs=block,
+            max_lengths=max_lengths,
+            min_lengths=minimum_lengths(block, self.settings.min_length, max_lengths),
+            sentence=numbers,
+        )
+
+    def _refill(
+        self, slots: Slots, pending: Slots, placed: tf.Tensor, count: tf.Tensor
+    ) -> tuple[Slots, tf.Tensor]:
+        """Each empty slot takes the next waiting sentence, in order, while any wait."""
+        empty = slots.sentence < 0
+        source = placed + tf.cumsum(tf.cast(empty, tf.int32)) - 1
+        taken = empty & (source < count)
+        source = tf.clip_by_value(source, 0, _rows(pending.sentence) - 1)
+
+        def refill() -> Slots:
+            def take(old: tf.Tensor, new: tf.Tensor) -> tf.Tensor:
+                return _take_rows(taken, source, new, old)
+
+            refilled = slots._replace(
+                **{
+                    name: tf.nest.map_structure(take, getattr(slots, name), getattr(pending, name))
+                    for name in ("memory", "inputs", "max_lengths", "min_lengths", "sentence")
+                }
+            )
+            model_state = {
+                **slots.search.model_state,
+                **self.model.fresh_decoding_rows(_rows(taken), self._length(slots), self.beams),
+            }
+            fresh = self.search(refilled, None).start(model_state)
+            search = tf.nest.map_structure(
+                lambda old, new: old if new is old else _where_rows(taken, new, old),
+                slots.search,
+                fresh,
+            )
+            return refilled._replace(search=search)
+
+        slots = tf.cond(tf.reduce_any(taken), refill, lambda: slots)
+        return slots, placed + tf.reduce_sum(tf.cast(taken, tf.int32))
+
+    def _collect(
+        self, slots: Slots, search: BeamSearch | GreedySearch, finished: Finished
+    ) -> tuple[Slots, Finished]:
+        """Writes out the slots whose sentences are done, and empties them."""
+        done = slots.search.done & (slots.sentence >= 0)
+        ids, scores = search.results(slots.search)
+        unused = _rows(finished.sentence) - 1
+        at = tf.where(done, finished.count + tf.cumsum(tf.cast(done, tf.int32)) - 1, unused)
+        at = at[:, tf.newaxis]
+        finished = finished._replace(
+            count=finished.count + tf.reduce_sum(tf.cast(done, tf.int32)),
+            sentence=tf.tensor_scatter_nd_update(finished.sentence, at, slots.sentence),
+            ids=tf.tensor_scatter_nd_update(finished.ids, at, ids),
+            scores=tf.tensor_scatter_nd_update(finished.scores, at, scores),
+        )
+        return slots._replace(sentence=tf.where(done, -1, slots.sentence)), finished
+
+    def _length(self, slots: Slots) -> int | tf.Tensor:
+        """L, the output positions of the slots' width (static when it is)."""
+        return decode_limits(slots.inputs, self.settings.extra_length, self.max_length)[0]
+
+    def search(self, slots: Slots, step: StepFunction | None) -> BeamSearch | GreedySearch:
+        """The search over the slots' sentences (`step` None: not to be advanced)."""
+        settings = self.settings
+        constraint = self.constraint(slots.inputs, slots.max_lengths)
+        step = step or _no_step
+        if settings.is_greedy:
+            return GreedySearch(
+                step, self._length(slots), slots.max_lengths, slots.min_lengths, constraint,
+                settings.alpha, settings.length_penalty, self.sampler, slots.sentence,
+            )  # fmt: skip
+        return BeamSearch(
+            step, settings.beam_size, self._length(slots), slots.max_lengths, slots.min_lengths,
+            settings.alpha, settings.length_penalty, settings.stopping, settings.num_returned,
+            constraint,
+        )  # fmt: skip
+
+
+def _relaxed_spec(one: tf.Tensor, other: tf.Tensor) -> tf.TensorSpec:
+    """A spec of both tensors' shapes: None where they differ."""
+    dims = [a if a == b else None for a, b in zip(one.shape, other.shape, strict=True)]
+    return tf.TensorSpec(dims, one.dtype)
+
+
+def _no_step(*_: Any) -> Any:
+    raise AssertionError("a search built to start or read results was advanced")
+
+
+def _rows(tensor: tf.Tensor) -> int | tf.Tensor:
+    """The first dimension, static when known."""
+    return tensor.shape[0] if tensor.shape[0] is not None else tf.shape(tensor)[0]
+
+
+def _where_rows(taken: tf.Tensor, new: tf.Tensor, old: tf.Tensor) -> tf.Tensor:
+    """old with the rows of the slots taken [N] from new (each N or N * K rows, slot-major)."""
+    slots = _rows(taken)
+    merged = tf.where(
+        taken[:, tf.newaxis], tf.reshape(new, [slots, -1]), tf.reshape(old, [slots, -1])
+    )
+    return tf.ensure_shape(tf.reshape(merged, _shape(old)), old.shape)
+
+
+def _take_rows(taken: tf.Tensor, source: tf.Tensor, new: tf.Tensor, old: tf.Tensor) -> tf.Tensor:
+    """old [N or N * K, ...] with the slots taken [N] holding sentence source [N] of new
+    [M or M * K, ...] (its rows sentence-major)."""
+    sentences = tf.reshape(
+        new, [-1, tf.reduce_prod(tf.shape(old)[1:]) * (_rows(old) // _rows(taken))]
+    )
+    return _where_rows(taken, tf.gather(sentences, source), old)
+
+
+def _shape(tensor: tf.Tensor) -> list[Any]:
+    """The shape, static where known, else dynamic."""
+    dynamic = tf.shape(tensor)
+    return [dim if dim is not None else dynamic[i] for i, dim in enumerate(tensor.shape)]
