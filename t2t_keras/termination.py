@@ -97,6 +97,22 @@ class EvaluationInterrupted(Exception):
     """Raised inside an interruptible evaluation when a termination signal arrives."""
 
 
+def interrupted_evaluation(error: BaseException) -> bool:
+    """Whether `error` is, or was raised from or while handling, an EvaluationInterrupted.
+
+    The signal handler raises between any two Python lines, TensorFlow's
+    included, and some of those catch every exception and raise their own
+    from it (tf.function's input binding raises a TypeError): the
+    interruption is then found among the causes.
+    """
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, EvaluationInterrupted):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
 class Termination:
     """The termination signals of one process, and what it has left unsaved.
 

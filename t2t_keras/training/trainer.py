@@ -21,7 +21,7 @@ from t2t_keras.models.transformer_hparams import TransformerHParams
 from t2t_keras.run import run_files
 from t2t_keras.run.weights import build_model, make_checkpoint
 from t2t_keras.search.settings import DecodeHParams
-from t2t_keras.termination import EvaluationInterrupted, Termination
+from t2t_keras.termination import Termination, interrupted_evaluation
 from t2t_keras.training import problem_data, warm_start
 from t2t_keras.training.averaging import average_checkpoints
 from t2t_keras.training.checkpoints import CheckpointSaver
@@ -425,7 +425,9 @@ def _evaluate(
     try:
         with guard.termination.interruptible():
             return progress.evaluate(step, evaluator)
-    except EvaluationInterrupted:
+    except Exception as error:  # The interruption, or what TensorFlow raised from it.
+        if not interrupted_evaluation(error):
+            raise
         logging.warning("The dev evaluation at step %d was interrupted: not recorded.", step)
         guard.stop(step)
 

@@ -17,7 +17,12 @@ from binaries import assert_user_error, run_in_process
 from trainer_processes import lock_is_free, trainer_command
 
 from t2t_keras.errors import UserError
-from t2t_keras.termination import RESTARTABLE_EXIT_CODE, parse_signal
+from t2t_keras.termination import (
+    RESTARTABLE_EXIT_CODE,
+    EvaluationInterrupted,
+    interrupted_evaluation,
+    parse_signal,
+)
 
 
 def _start(command: list[str], log: Path) -> subprocess.Popen:
@@ -75,3 +80,24 @@ def test_the_trainer_refuses_a_signal_it_cannot_catch(tmp_path: Path) -> None:
     assert_user_error(result, "--termination_signal=SIGKILL is not a signal", "SIGUSR1")
     assert not (tmp_path / "train").exists()
     assert signal.getsignal(signal.SIGTERM) is handler  # Given back when the program ends.
+
+
+def test_an_interruption_raised_through_tensorflows_own_errors_is_still_one() -> None:
+    """The signal may land inside TensorFlow code that raises its own error from it
+    (tf.function's input binding raises a TypeError): the trainer still sees the
+    interruption, saves the step and exits 143, not with a traceback."""
+    try:
+        try:
+            raise EvaluationInterrupted
+        except EvaluationInterrupted as interruption:
+            raise TypeError("Binding inputs to tf.function failed due to ``.") from interruption
+    except TypeError as error:
+        assert interrupted_evaluation(error)
+    try:
+        try:
+            raise EvaluationInterrupted
+        except EvaluationInterrupted:
+            raise ValueError("raised while handling it") from None
+    except ValueError as error:  # Raised while handling it, even `from None`: still it.
+        assert interrupted_evaluation(error)
+    assert not interrupted_evaluation(TypeError("Binding inputs to tf.function failed"))
