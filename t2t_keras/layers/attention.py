@@ -31,6 +31,7 @@ from typing import Any
 import keras
 import tensorflow as tf
 
+from t2t_keras import counter_hash
 from t2t_keras.layers import initializers
 from t2t_keras.layers.dropout import replica_seed
 from t2t_keras.layers.masks import MASKED
@@ -80,7 +81,7 @@ def attention_core(
     weights = tf.nn.softmax(scores, axis=-1)
     dropped = weights
     if dropout_rate > 0.0:
-        dropped = tf.nn.experimental.stateless_dropout(weights, dropout_rate, seed=seed)
+        dropped = counter_hash.dropout(weights, dropout_rate, seed)
     output = tf.einsum(
         f"bhts,{value_layout}->{output_layout}", tf.cast(dropped, value.dtype), value
     )

@@ -30,11 +30,10 @@ from collections.abc import Iterable, Iterator, Sequence
 import numpy as np
 import tensorflow as tf
 
+from t2t_keras import counter_hash
 from t2t_keras.errors import UserError
 from t2t_keras.search.settings import MAX_SEED, SearchSettings
 
-# The golden ratio's 32 bits, which keep a zero input from hashing to zero.
-_GOLDEN = 0x9E3779B9
 # A uniform number keeps this many of its hash's 32 bits: a float32's mantissa.
 _UNIFORM_BITS = 24
 
@@ -102,21 +101,12 @@ def uniforms(seed: int, streams: tf.Tensor, index: tf.Tensor) -> tf.Tensor:
     different stream or position gives an unrelated number, on any device,
     under XLA or not.
     """
-    start = tf.constant((seed + _GOLDEN) % 2**32, tf.uint32)
-    key = _finalize(tf.fill(tf.shape(streams), start))
+    start = tf.constant((seed + counter_hash.GOLDEN) % 2**32, tf.uint32)
+    key = counter_hash.finalize(tf.fill(tf.shape(streams), start))
     for value in (streams, index):
-        bits = tf.bitcast(tf.cast(value, tf.int32), tf.uint32)
-        key = _finalize(key ^ _finalize(bits + tf.constant(_GOLDEN, tf.uint32)))
+        key = counter_hash.mix(key, tf.bitcast(tf.cast(value, tf.int32), tf.uint32))
     kept = tf.bitwise.right_shift(key, tf.constant(32 - _UNIFORM_BITS, tf.uint32))
     return tf.cast(kept, tf.float32) * (2.0**-_UNIFORM_BITS)
-
-
-def _finalize(bits: tf.Tensor) -> tf.Tensor:
-    """Murmur3's 32-bit finalizer: every input bit flips each output bit half the time."""
-    for shift, multiplier in ((16, 0x85EBCA6B), (13, 0xC2B2AE35)):
-        bits = bits ^ tf.bitwise.right_shift(bits, tf.constant(shift, tf.uint32))
-        bits = bits * tf.constant(multiplier, tf.uint32)
-    return bits ^ tf.bitwise.right_shift(bits, tf.constant(16, tf.uint32))
 
 
 def repeat_rows(
