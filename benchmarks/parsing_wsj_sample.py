@@ -114,8 +114,8 @@ def decode_and_score(run_dir: str, data_dir: str, beam_size: int, files_dir: str
     """The split decoded to trees as t2t-decoder does (constrained), and scored as EVALB does."""
     problem = registry.problem(PROBLEM)
     trained = load_trained(run_dir)
-    settings = DecodeHParams().override(FLAGS.decode_hparams)
-    settings = settings.override(f"beam_size={beam_size}").resolve(trained.hparams)
+    requested = DecodeHParams().override(FLAGS.decode_hparams).override(f"beam_size={beam_size}")
+    settings = requested.resolve(trained.hparams)
     translator = Translator(
         trained.model, trained.vocabs, settings, tree_tokens=problem.tree_constraint(trained.vocabs)
     )
@@ -130,8 +130,8 @@ def decode_and_score(run_dir: str, data_dir: str, beam_size: int, files_dir: str
     Path(gold_path).write_text("\n".join(gold) + "\n", encoding="utf-8")
     Path(test_path).write_text("\n".join(trees) + "\n", encoding="utf-8")
     result = {
-        "beam_size": settings.beam_size,
-        "alpha": settings.alpha,
+        "beam_size": settings.search.beam_size,
+        "alpha": settings.search.alpha,
         "sentences": len(sources),
         **score(gold, trees),
         "repaired": repairs.repaired,
