@@ -26,7 +26,6 @@ SOURCES = {
 LAYERS = (
     ("t2t_keras.errors",),
     (
-        "t2t_keras.counter_hash",
         "t2t_keras.files",
         "t2t_keras.hparam",
         "t2t_keras.machine",

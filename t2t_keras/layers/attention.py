@@ -31,8 +31,7 @@ from typing import Any
 import keras
 import tensorflow as tf
 
-from t2t_keras import counter_hash
-from t2t_keras.layers import initializers
+from t2t_keras.layers import counter_hash, initializers
 from t2t_keras.layers.dropout import replica_seed
 from t2t_keras.layers.masks import MASKED
 

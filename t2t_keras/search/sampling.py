@@ -30,8 +30,8 @@ from collections.abc import Iterable, Iterator, Sequence
 import numpy as np
 import tensorflow as tf
 
-from t2t_keras import counter_hash
 from t2t_keras.errors import UserError
+from t2t_keras.layers import counter_hash
 from t2t_keras.search.settings import MAX_SEED, SearchSettings
 
 # A uniform number keeps this many of its hash's 32 bits: a float32's mantissa.

@@ -5,8 +5,7 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from t2t_keras import counter_hash
-from t2t_keras.layers import MultiHeadAttention, attention_core
+from t2t_keras.layers import MultiHeadAttention, attention_core, counter_hash
 from t2t_keras.layers.attention import _compiled_attention_core
 from t2t_keras.layers.masks import beam_step_bias, causal_bias, padding_bias
 

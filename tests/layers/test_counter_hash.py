@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from t2t_keras import counter_hash
+from t2t_keras.layers import counter_hash
 
 
 def _kept(
