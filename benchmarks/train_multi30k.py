@@ -11,8 +11,8 @@ default 30 --reference_minutes; evaluation off, so the whole budget trains),
 saving 30 checkpoints along the way and averaging the last --average of them
 at the end (t2t-trainer's --average_checkpoints). Then, as t2t-decoder
 --decode_from_file does, it translates the *raw* source file of every
---test_sets entry with the last and with the averaged checkpoint (beam 4 and
-the set's alpha unless --decode_hparams says otherwise) and scores the output
+--test_sets entry with the last and with the averaged checkpoint (the set's beam and
+alpha unless --decode_hparams says otherwise) and scores the output
 with sacreBLEU against the raw reference. Prints one JSON line: steps, target
 tokens/s, the budget, the machine (CPU, flags, oneDNN, float32 matmul
 rate), the training loss every 100 steps ("loss_curve", drawn by

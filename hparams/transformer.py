@@ -94,7 +94,12 @@ def transformer_small_cpu() -> TransformerHParams:
     Weights drawn from N(0, 0.02): the loss falls faster per update than from
     Glorot's wider draws (at step 500 on Multi30k, 3.82 against 4.28), worth
     +3.6 val BLEU after 10 minutes, with longer outputs (brevity penalty 0.985
-    against 0.909).
+    against 0.909). Dropout 0.3 on residuals and embeddings: 29,000 sentence
+    pairs are learnt past their best within 30 minutes (val, averaged, beam
+    4: 39.58 against 39.33 at 0.1; attention dropout 0.1 on top: 38.50).
+    Decoded with beam 5 and alpha 1.6, the brevity penalty of the averaged
+    model on val is 0.980 (0.958 at beam 4 and alpha 0.6) at about the same
+    BLEU (39.92).
     """
     return replace(
         transformer_small(),
@@ -102,6 +107,10 @@ def transformer_small_cpu() -> TransformerHParams:
         learning_rate=0.5,
         batch_size=2048,
         initializer_stddev=0.02,
+        dropout=0.3,
+        embedding_dropout=0.3,
+        beam_size=5,
+        alpha=1.6,
     )
 
 
