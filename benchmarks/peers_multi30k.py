@@ -53,6 +53,7 @@ from peer_models import (
     teacher_forced_logits,
 )
 from peer_recipe import Recipe
+from quality_curve import LATE_SECONDS
 from transformers import MarianMTModel
 
 import t2t_keras.hparams  # noqa: F401  Registers the hparams sets, without TensorFlow.
@@ -84,6 +85,12 @@ flags.DEFINE_integer("warmup_steps", 1000, "own: linear warmup, then inverse squ
 flags.DEFINE_integer("beam_size", 4, "own: beam width of decoding.")
 flags.DEFINE_integer("extra_length", 50, "own: output tokens allowed beyond the longest input.")
 flags.DEFINE_integer("decode_batch", 32, "Sentences per decoding batch.")
+flags.DEFINE_list(
+    "curve_minutes",
+    [],
+    "Also score the weights as they were at each of these minutes of the budget "
+    "(quality_curve.py).",
+)
 FLAGS = flags.FLAGS
 
 
@@ -120,11 +127,26 @@ def batches_forever(
             yield padded([pairs[i][0] for i in batch]), padded([pairs[i][1] for i in batch])
 
 
+class Snapshots:
+    """The model's weights as they were at given wall seconds of training."""
+
+    def __init__(self, seconds: Sequence[float]) -> None:
+        self.pending = sorted(seconds)
+        self.taken: list[tuple[float, int, dict[str, torch.Tensor]]] = []
+
+    def take(self, model: MarianMTModel, step: int, seconds: float) -> None:
+        """Keeps a copy of the weights for each mark `seconds` has passed."""
+        while self.pending and seconds >= self.pending[0]:
+            weights = {name: value.detach().clone() for name, value in model.state_dict().items()}
+            self.taken.append((self.pending.pop(0), step, weights))
+
+
 def train(
     model: MarianMTModel,
     pairs: Sequence[tuple[list[int], list[int]]],
     recipe: Recipe,
     budget: Budget,
+    snapshots: Snapshots | None = None,
 ) -> dict:
     """Trains until the budget's steps are done or its wall time is spent.
 
@@ -138,6 +160,8 @@ def train(
     model.train()
     start = time.monotonic()
     while budget.allows(step, time.monotonic() - start):
+        if snapshots is not None:
+            snapshots.take(model, step, time.monotonic() - start)
         step += 1
         sources, labels = next(batches)
         for group in optimizer.param_groups:
@@ -162,6 +186,8 @@ def train(
                 tokens / seconds,
             )
             interval_loss, interval_tokens = 0.0, 0
+    if snapshots is not None:  # A minute that ends with the budget is the final model.
+        snapshots.take(model, step, time.monotonic() - start + LATE_SECONDS)
     return {
         "steps": step,
         "seconds": time.monotonic() - start,
@@ -262,7 +288,9 @@ def main(argv: list[str]) -> None:
     model = marian_model(
         recipe.hparams, processor.get_piece_size(), PAD_ID, EOS_ID, forced_eos=True
     )
-    trained = train(model, pairs, recipe, budget)
+    minute_seconds = training_budget.minute_seconds(machine_facts)
+    snapshots = Snapshots([float(minute) * minute_seconds for minute in FLAGS.curve_minutes])
+    trained = train(model, pairs, recipe, budget, snapshots)
     summary = {
         "system": f"marian ({MARIAN_VERSION})",
         **training_budget.summary(budget),
@@ -279,7 +307,36 @@ def main(argv: list[str]) -> None:
             }
         },
     }
+    if FLAGS.curve_minutes:
+        summary["curve"] = quality_curve(
+            model, processor, recipe, snapshots, minute_seconds, out_dir
+        )
     print(json.dumps(summary), flush=True)
+
+
+def quality_curve(
+    model: MarianMTModel,
+    processor: spm.SentencePieceProcessor,
+    recipe: Recipe,
+    snapshots: Snapshots,
+    minute_seconds: float,
+    out_dir: str,
+) -> list[dict]:
+    """Each snapshot's weights scored on the test sets; the final weights are left
+    in the model."""
+    final = {name: value.clone() for name, value in model.state_dict().items()}
+    points = []
+    for seconds, step, weights in snapshots.taken:
+        model.load_state_dict(weights)
+        name = f"curve-{seconds / minute_seconds:g}"
+        os.makedirs(os.path.join(out_dir, name), exist_ok=True)
+        scores = {
+            test_set: evaluate(model, processor, recipe, test_set, os.path.join(out_dir, name))
+            for test_set in FLAGS.test_sets
+        }
+        points.append({"minutes": round(seconds / minute_seconds, 2), "step": step, **scores})
+    model.load_state_dict(final)
+    return points
 
 
 if __name__ == "__main__":

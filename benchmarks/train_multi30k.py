@@ -36,12 +36,14 @@ import training_budget  # noqa: E402
 from absl import app, flags, logging  # noqa: E402
 from multi30k import PROBLEM, corpus_path, prepare_data, read_lines, score  # noqa: E402
 from one_device import train_for_budget  # noqa: E402
+from quality_curve import curve  # noqa: E402
 
 from t2t_keras import catalog, modes  # noqa: E402
 from t2t_keras.run.loading import load_trained  # noqa: E402
 from t2t_keras.search.settings import DecodeHParams  # noqa: E402
 from t2t_keras.serving.file_decoding import decode_file  # noqa: E402
 from t2t_keras.serving.translator import Translator  # noqa: E402
+from t2t_keras.training.averaging import average_checkpoints  # noqa: E402
 from t2t_keras.training.hardware import resolve_mixed_precision  # noqa: E402
 
 flags.DEFINE_string("hparams_set", "transformer_small_cpu", "The hparams set trained.")
@@ -54,6 +56,12 @@ flags.DEFINE_multi_string(
     "to decode the first test set with the last checkpoint, reported under compared_decodes.",
 )
 flags.DEFINE_integer("average", 5, "Checkpoints averaged at the end.")
+flags.DEFINE_list(
+    "curve_minutes",
+    [],
+    "Also score, for each of these minutes of the budget, the average of the last --average "
+    "checkpoints saved by then (quality_curve.py); every checkpoint is kept.",
+)
 flags.DEFINE_integer("seed", 1, "Random seed of initialization, dropout and shuffling.")
 flags.DEFINE_enum(
     "mixed_precision", modes.PRECISION_AUTO, modes.PRECISION_CHOICES, modes.PRECISION_HELP
@@ -90,10 +98,12 @@ def main(argv: list[str]) -> None:
     precision, why = resolve_mixed_precision(FLAGS.mixed_precision)
     logging.info("Mixed precision: %s; budget: %s.", why, budget.description)
     data_dir = prepare_data(FLAGS.work_dir)
-    output_dir = os.path.join(FLAGS.work_dir, f"train_{int(time.time())}")
+    started = time.time()
+    output_dir = os.path.join(FLAGS.work_dir, f"train_{int(started)}")
+    kept = {"keep_checkpoint_max": 40} if FLAGS.curve_minutes else {}
     trained = train_for_budget(
         PROBLEM, FLAGS.hparams_set, FLAGS.hparams, data_dir, output_dir,
-        budget, FLAGS.average, random_seed=FLAGS.seed, mixed_precision=precision,
+        budget, FLAGS.average, random_seed=FLAGS.seed, mixed_precision=precision, **kept,
     )  # fmt: skip
     summary = {
         "system": "t2t_keras",
@@ -116,7 +126,26 @@ def main(argv: list[str]) -> None:
         settings: decode_test_sets(output_dir, f"last.{index}", settings, FLAGS.test_sets[:1])
         for index, settings in enumerate(FLAGS.compare_decodes)
     }
+    if FLAGS.curve_minutes:
+        summary["curve"] = quality_curve(
+            output_dir, started, training_budget.minute_seconds(machine_facts)
+        )
     print(json.dumps(summary))
+
+
+def quality_curve(output_dir: str, started: float, minute_seconds: float) -> list[dict]:
+    """The test sets' scores of the average of the last --average checkpoints saved
+    by each --curve_minutes minute (`quality_curve.curve`)."""
+
+    def score(saved: list[str], name: str) -> dict:
+        averaged_dir = os.path.join(FLAGS.work_dir, name)
+        average_checkpoints(
+            output_dir, checkpoints=saved[-FLAGS.average :], averaged_dir=averaged_dir
+        )
+        return decode_test_sets(averaged_dir, name, FLAGS.decode_hparams, FLAGS.test_sets)
+
+    minutes = [float(minute) for minute in FLAGS.curve_minutes]
+    return curve(minutes, minute_seconds, started, output_dir, score)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from absl import flags
 from t2t_commands import machine_facts
 
-from t2t_keras.benchmark.budget import Budget, resolve_budget
+from t2t_keras.benchmark.budget import Budget, reference_seconds, resolve_budget
 
 DEFAULT_REFERENCE_MINUTES = 30.0
 
@@ -40,6 +40,14 @@ def resolve(machine: Callable[[], dict] = machine_facts) -> tuple[Budget, dict]:
         FLAGS.steps, FLAGS.minutes, reference_minutes, facts["matmul_fp32_flops_per_s"]
     )
     return budget, facts
+
+
+def minute_seconds(facts: dict) -> float:
+    """Wall seconds here of one minute of the budget's kind: a reference minute
+    (scaled by the matmul rate in `facts`) unless --minutes or --steps was given."""
+    if FLAGS.steps is None and FLAGS.minutes is None:
+        return reference_seconds(1.0, facts["matmul_fp32_flops_per_s"])
+    return 60.0
 
 
 def summary(budget: Budget) -> dict:
