@@ -38,18 +38,23 @@ def train_without_evaluation(
     )
 
 
+# Checkpoints a benchmark's training run saves, evenly over its budget.
+CHECKPOINTS = 30
+
+
 def budget(limit: Budget, average: int) -> dict[str, Any]:
-    """TrainConfig fields for a run of `limit`: 30 checkpoints, the last `average` averaged."""
+    """TrainConfig fields for a run of `limit`: CHECKPOINTS checkpoints, the last
+    `average` averaged."""
     averaged = {"average_checkpoints": average if average > 1 else 0}
     if limit.steps is not None:
-        every = max(limit.steps // 30, 1)
+        every = max(limit.steps // CHECKPOINTS, 1)
         return {"train_steps": limit.steps, "save_checkpoints_steps": every, **averaged}
     assert limit.seconds is not None
     return {
         "train_steps": 10**9,
         "max_seconds": limit.seconds,
         "save_checkpoints_steps": 0,
-        "save_checkpoints_secs": max(int(limit.seconds / 30), 1),
+        "save_checkpoints_secs": max(int(limit.seconds / CHECKPOINTS), 1),
         **averaged,
     }
 

@@ -48,6 +48,7 @@ def curve(
     started: float,
     output_dir: str,
     score: Callable[[list[str], str], dict],
+    window: float = 1.0,
 ) -> list[dict]:
     """One point per minute m: score(the checkpoints saved by m, a name for them).
 
@@ -57,6 +58,9 @@ def curve(
       started: `time.time()` when training started.
       output_dir: the training directory, every checkpoint of the budget kept.
       score: decodes and scores a model made of the given checkpoints.
+      window: only the checkpoints of the last `window` share of the m minutes
+        (the newest always): a run of m minutes that averages its last 5 of
+        30 checkpoints averages those of its last 5/30.
 
     Returns:
       [{"minutes": m, "step": the newest checkpoint's step, **score(...)}], the
@@ -65,6 +69,8 @@ def curve(
     points = []
     for minute in minutes:
         saved = checkpoints_by(output_dir, started + minute * minute_seconds + LATE_SECONDS)
+        since = started + minute * minute_seconds * (1.0 - window)
+        saved = [p for p in saved[:-1] if os.path.getmtime(p + ".index") >= since] + saved[-1:]
         if saved:
             step = int(saved[-1].rsplit("-", 1)[1])
             points.append({"minutes": minute, "step": step, **score(saved, f"curve-{minute:g}")})

@@ -35,7 +35,7 @@ import time  # noqa: E402
 import training_budget  # noqa: E402
 from absl import app, flags, logging  # noqa: E402
 from multi30k import PROBLEM, corpus_path, prepare_data, read_lines, score  # noqa: E402
-from one_device import train_for_budget  # noqa: E402
+from one_device import CHECKPOINTS, train_for_budget  # noqa: E402
 from quality_curve import curve  # noqa: E402
 
 from t2t_keras import catalog, modes  # noqa: E402
@@ -134,8 +134,9 @@ def main(argv: list[str]) -> None:
 
 
 def quality_curve(output_dir: str, started: float, minute_seconds: float) -> list[dict]:
-    """The test sets' scores of the average of the last --average checkpoints saved
-    by each --curve_minutes minute (`quality_curve.curve`)."""
+    """The test sets' scores, at each --curve_minutes minute m, of the average of
+    the checkpoints saved in the last --average/30 of m (`quality_curve.curve`):
+    what a run of m minutes would have averaged at its end."""
 
     def score(saved: list[str], name: str) -> dict:
         averaged_dir = os.path.join(FLAGS.work_dir, name)
@@ -145,7 +146,8 @@ def quality_curve(output_dir: str, started: float, minute_seconds: float) -> lis
         return decode_test_sets(averaged_dir, name, FLAGS.decode_hparams, FLAGS.test_sets)
 
     minutes = [float(minute) for minute in FLAGS.curve_minutes]
-    return curve(minutes, minute_seconds, started, output_dir, score)
+    window = FLAGS.average / CHECKPOINTS  # The share of a run its average covers.
+    return curve(minutes, minute_seconds, started, output_dir, score, window)
 
 
 if __name__ == "__main__":

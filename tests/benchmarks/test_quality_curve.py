@@ -56,6 +56,21 @@ def test_each_minute_gets_the_checkpoints_saved_by_then(tmp_path: Path) -> None:
     ]
 
 
+def test_a_window_keeps_the_checkpoints_of_the_minutes_last_share(tmp_path: Path) -> None:
+    quality_curve = load_module()
+    fake_checkpoints(tmp_path, {120: 40.0, 250: 80.0, 390: 120.0, 500: 160.0})
+    asked = []
+
+    def score(saved: list[str], name: str) -> dict:
+        asked.append([Path(prefix).name for prefix in saved])
+        return {}
+
+    quality_curve.curve([0.2, 1, 2], 90.0, STARTED, str(tmp_path), score, window=0.5)
+
+    # 0.2 minutes: none yet; minute 1 (90 s): saved since 45 s; minute 2 (180 s): since 90 s.
+    assert asked == [["ckpt-250"], ["ckpt-390", "ckpt-500"]]
+
+
 def test_the_curves_are_tabled_and_drawn(tmp_path: Path) -> None:
     def point(minutes: float, step: int, bleu: float) -> dict:
         return {"minutes": minutes, "step": step, "test_2016_flickr": {"bleu": bleu}}
