@@ -30,16 +30,16 @@ from collections.abc import Callable, Sequence
 LATE_SECONDS = 15.0
 
 
-def checkpoints_by(output_dir: str, deadline: float) -> list[str]:
-    """The checkpoint prefixes of output_dir written at or before `deadline` (a
-    `time.time()`), oldest step first."""
-    chosen = []
+def saved_checkpoints(output_dir: str) -> list[tuple[int, float, str]]:
+    """(step, time written, prefix) of each checkpoint of output_dir, oldest step first."""
+    found = []
     for name in os.listdir(output_dir):
         if name.startswith("ckpt-") and name.endswith(".index"):
             prefix = os.path.join(output_dir, name[: -len(".index")])
-            if os.path.getmtime(prefix + ".index") <= deadline:
-                chosen.append(prefix)
-    return sorted(chosen, key=lambda prefix: int(prefix.rsplit("-", 1)[1]))
+            found.append(
+                (int(prefix.rsplit("-", 1)[1]), os.path.getmtime(prefix + ".index"), prefix)
+            )
+    return sorted(found)
 
 
 def curve(
@@ -66,14 +66,16 @@ def curve(
       [{"minutes": m, "step": the newest checkpoint's step, **score(...)}], the
       minutes before the first checkpoint left out.
     """
+    checkpoints = saved_checkpoints(output_dir)
     points = []
     for minute in minutes:
-        saved = checkpoints_by(output_dir, started + minute * minute_seconds + LATE_SECONDS)
+        deadline = started + minute * minute_seconds + LATE_SECONDS
         since = started + minute * minute_seconds * (1.0 - window)
-        saved = [p for p in saved[:-1] if os.path.getmtime(p + ".index") >= since] + saved[-1:]
-        if saved:
-            step = int(saved[-1].rsplit("-", 1)[1])
-            points.append({"minutes": minute, "step": step, **score(saved, f"curve-{minute:g}")})
+        by_then = [(step, at, prefix) for step, at, prefix in checkpoints if at <= deadline]
+        if by_then:
+            chosen = [prefix for _, at, prefix in by_then[:-1] if at >= since] + [by_then[-1][2]]
+            name = f"curve-{minute:g}"
+            points.append({"minutes": minute, "step": by_then[-1][0], **score(chosen, name)})
     return points
 
 
