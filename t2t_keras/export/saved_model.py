@@ -131,7 +131,6 @@ class ServingModule(tf.Module):
         self.inputs_vocab = inputs_vocab
         self.targets_vocab = targets_vocab
         self.model_variables = [variable.value for variable in search.model.variables]
-        search.compiled()  # Built eagerly: its signature comes from slots of known shapes.
         self.translate = tf.function(
             _translate_function(search, inputs_vocab, targets_vocab),
             input_signature=[tf.TensorSpec([None], tf.string, name="inputs")],

@@ -79,26 +79,22 @@ class SlotLoop(ModelSearch):
         self._run: Any = None  # `run` compiled (`compiled`).
 
     def tracings(self) -> int:
-        """How many graphs of the search have been traced: one, whatever the shapes."""
+        """How many graphs of the search have been traced: one per shape of slots."""
         return 0 if self._run is None else int(self._run.experimental_get_tracing_count())
 
     def compiled(self) -> Any:
-        """`run` compiled: traced once, for slots of any count and width, on first use."""
+        """`run` compiled: traced once for each shape of slots (N x S) and block it meets.
+
+        Each trace has every dimension static, so its graph holds no shape
+        arithmetic: a third fewer operations than one graph traced for any
+        count and width (2,600 against 3,900 for transformer_small), which
+        TensorFlow builds in 0.6 s against 0.9 s and lowers to XLA, in every
+        process, in 0.5 s against 0.8 s. A file meets one or two shapes. In a
+        graph (the SavedModel's serving function) the shapes are unknown and
+        one trace serves them all.
+        """
         if self._run is None:
-            # Slots of two counts and widths show which dimensions vary.
-            relaxed = tf.nest.map_structure(_relaxed_spec, self.empty(1, 8), self.empty(2, 16))
-            self._run = tf.function(
-                self.run,
-                jit_compile=self.jit_compile,
-                autograph=False,
-                input_signature=[
-                    relaxed,
-                    tf.TensorSpec([None, None], tf.int32, name="block"),
-                    tf.TensorSpec([None], tf.int32, name="numbers"),
-                    tf.TensorSpec([], tf.int32, name="count"),
-                    tf.TensorSpec([], tf.bool, name="last"),
-                ],
-            )
+            self._run = tf.function(self.run, jit_compile=self.jit_compile, autograph=False)
         return self._run
 
     def empty(self, count: int, width: int) -> Slots:
@@ -265,12 +261,6 @@ class SlotLoop(ModelSearch):
             settings.alpha, settings.length_penalty, settings.stopping, settings.num_returned,
             constraint,
         )  # fmt: skip
-
-
-def _relaxed_spec(one: tf.Tensor, other: tf.Tensor) -> tf.TensorSpec:
-    """A spec of both tensors' shapes: None where they differ."""
-    dims = [a if a == b else None for a, b in zip(one.shape, other.shape, strict=True)]
-    return tf.TensorSpec(dims, one.dtype)
 
 
 def _no_step(*_: Any) -> Any:

@@ -121,9 +121,9 @@ def test_one_compiled_search_serves_a_whole_file(trained: TrainedModel) -> None:
     again = translator.translate(sources[::-1])
     assert [t.texts for t in again] == [t.texts for t in first[::-1]]
     assert translator.search.compilations() == 1
-    assert translator.search.tracings() == 1  # One graph, compiled for each shape.
+    assert translator.search.tracings() == 1  # One graph for each shape, traced once.
     translator.translate(["forty two"])  # One sentence: a slot of its own, another shape.
-    assert translator.search.compilations() == 2 and translator.search.tracings() == 1
+    assert translator.search.compilations() == 2 and translator.search.tracings() == 2
 
 
 def test_sampling_gives_each_line_its_own_samples_best_first(trained: TrainedModel) -> None:
