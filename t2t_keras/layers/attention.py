@@ -26,6 +26,9 @@ Three modes, each with one return type:
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+from collections.abc import Iterator
 from typing import Any
 
 import keras
@@ -90,6 +93,20 @@ def attention_core(
 # One compiled function serves every call; XLA compiles once per input shape,
 # and relaxed tracing keeps eager callers from re-tracing the Python for each.
 _compiled_attention_core = tf.function(attention_core, jit_compile=True, reduce_retracing=True)
+
+_uncompiled = contextvars.ContextVar("uncompiled_attention", default=False)
+
+
+@contextlib.contextmanager
+def uncompiled_cores() -> Iterator[None]:
+    """Within it, every attention core runs uncompiled, whatever its layer's use_xla:
+    for a model's building pass, whose outputs are thrown away (XLA would compile a
+    core for that one shape, 0.2 s of every process that loads a model)."""
+    token = _uncompiled.set(True)
+    try:
+        yield
+    finally:
+        _uncompiled.reset(token)
 
 
 class MultiHeadAttention(keras.layers.Layer):
@@ -271,8 +288,10 @@ class MultiHeadAttention(keras.layers.Layer):
 
     @property
     def _core(self) -> Any:
-        """The attention core: one XLA-compiled function with use_xla."""
-        return _compiled_attention_core if self.use_xla else attention_core
+        """The attention core: one XLA-compiled function with use_xla (see `uncompiled_cores`)."""
+        return (
+            _compiled_attention_core if self.use_xla and not _uncompiled.get() else attention_core
+        )
 
     def _prepare(self, x: tf.Tensor) -> tf.Tensor:
         """What `__call__` does for `call`: build on first use, cast to the compute dtype."""

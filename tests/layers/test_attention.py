@@ -6,7 +6,7 @@ import numpy as np
 import tensorflow as tf
 
 from t2t_keras.layers import MultiHeadAttention, attention_core, counter_hash
-from t2t_keras.layers.attention import _compiled_attention_core
+from t2t_keras.layers.attention import _compiled_attention_core, uncompiled_cores
 from t2t_keras.layers.masks import beam_step_bias, causal_bias, padding_bias
 
 
@@ -55,6 +55,19 @@ def test_xla_and_plain_core_agree() -> None:
     plain.set_weights(compiled.get_weights())
     bias = causal_bias(7)
     np.testing.assert_allclose(compiled(x, bias=bias), plain(x, bias=bias), atol=1e-5)
+
+
+def test_a_compiled_layer_runs_its_core_uncompiled_only_within_uncompiled_cores() -> None:
+    """What a model's building pass runs: the same values, without an XLA compilation."""
+    layer = make_layer(use_xla=True)
+    x = tf.random.normal([2, 5, 8])
+    compiled = layer(x)
+    assert layer._core is _compiled_attention_core
+    with uncompiled_cores():
+        assert layer._core is attention_core
+        plain = layer(x)
+    assert layer._core is _compiled_attention_core
+    np.testing.assert_allclose(plain, compiled, atol=1e-5)
 
 
 def test_attention_dropout_only_in_training() -> None:
