@@ -281,9 +281,9 @@ def profile() -> None:
     finish = search.finish
     calls: list[float] = []  # Seconds of each compiled call, the host's work on its results out.
 
-    def timed_finish(rows: Any) -> Any:
+    def timed_finish(rows: Any, numbers: Any = None) -> Any:
         """The slots' groups, each compiled call timed (the first one traces and compiles)."""
-        groups = finish(rows)
+        groups = finish(rows, numbers)
         while True:
             start = time.monotonic()
             group = next(groups, None)
