@@ -90,9 +90,8 @@ class SlotLoop(ModelSearch):
         count and width (2,600 against 3,900 for transformer_small), which
         TensorFlow builds in 0.62 s against 0.76 s and, in every process, lowers
         to XLA and loads from the kept cache in 0.42 s against 0.63 s. A file
-        meets one or two shapes. In a
-        graph (the SavedModel's serving function) the shapes are unknown and
-        one trace serves them all.
+        meets one or two shapes. In a graph (the SavedModel's serving
+        function) the shapes are unknown and one trace serves them all.
         """
         if self._run is None:
             self._run = tf.function(self.run, jit_compile=self.jit_compile, autograph=False)
