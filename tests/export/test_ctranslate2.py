@@ -30,6 +30,7 @@ from t2t_keras.export.ctranslate2_spec import UnsupportedModel
 from t2t_keras.models.transformer import Transformer
 from t2t_keras.problems.number_words import english
 from t2t_keras.run.loading import TrainedModel, load_trained
+from t2t_keras.search.rules import length_penalty
 from t2t_keras.search.settings import DecodeHParams
 from t2t_keras.serving.translator import Translation, Translator
 
@@ -138,13 +139,32 @@ def test_beam_search_agrees_under_a_penalty_both_express(
 def test_default_search_scores_alike(
     trained: TrainedModel, export_dir: str, examples: list[tuple[str, str]]
 ) -> None:
+    # The searches part only where CTranslate2 kept the likeliest finished
+    # hypotheses and ours the best under GNMT's penalty, or where its
+    # renormalization tipped a near-tie: so where they part, CTranslate2's
+    # output is never better than ours under our model and penalty. Which
+    # output matches the reference is another matter: one parted sentence of
+    # 50 moves character BLEU by a point either way, so that is not compared.
     sources, references = zip(*examples, strict=True)
     ours, theirs = both_runtimes(trained, export_dir, list(sources))
-    same = sum(a.ids == b.ids for a, b in zip(ours, theirs, strict=True))
-    assert same >= 0.95 * len(sources), f"{same}/{len(sources)} the same"
     assert exact_match(ours, list(references)) > 50.0  # A model worth comparing.
-    assert abs(char_bleu(theirs, list(references)) - char_bleu(ours, list(references))) <= 0.3
-    assert abs(exact_match(theirs, list(references)) - exact_match(ours, list(references))) <= 2.0
+    parted = [i for i, (a, b) in enumerate(zip(ours, theirs, strict=True)) if a.ids != b.ids]
+    assert len(parted) <= 0.05 * len(sources), f"{len(parted)}/{len(sources)} parted"
+    alpha = DecodeHParams().resolve(trained.hparams).search.alpha
+    for i in parted:
+        log_prob = teacher_forced_log_prob(trained, sources[i], theirs[i].ids[0])
+        theirs_ours_way = log_prob / float(length_penalty(len(theirs[i].ids[0]), alpha))
+        assert theirs_ours_way <= ours[i].scores[0] + 0.01, (sources[i], ours[i], theirs[i])
+
+
+def teacher_forced_log_prob(trained: TrainedModel, source: str, target_ids: list[int]) -> float:
+    """log P(target_ids | source) under our model, teacher-forced."""
+    features = {
+        "inputs": tf.constant([[*trained.vocabs["inputs"].encode(source), EOS_ID]]),
+        "targets": tf.constant([target_ids]),
+    }
+    log_probs = tf.nn.log_softmax(trained.model(features)).numpy()[0]
+    return float(sum(log_probs[step, token] for step, token in enumerate(target_ids)))
 
 
 def test_sampling_draws_the_same_samples_from_the_same_seed(
