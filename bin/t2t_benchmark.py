@@ -84,6 +84,8 @@ def main() -> int:
         raise UserError(f"--hparams_set={FLAGS.hparams_set} is not a Transformer's hparams set.")
     if hparams.vocab_size == 0:
         hparams = hparams.override(f"vocab_size={_DEFAULT_VOCAB_SIZE}")
+    # The CPU is split into devices before anything starts TensorFlow's runtime.
+    strategy = _strategy() if FLAGS.mode == "train" else None
     precision = _precision()
     fp32_rate = measure.matmul("off", FLAGS.matmul_size, 3, 1)["flops_per_s"]
     rate = fp32_rate
@@ -92,7 +94,7 @@ def main() -> int:
     if FLAGS.mode == "train":
         result = measure.train(
             hparams,
-            _strategy(),
+            strategy,
             _train_config(precision),
             FLAGS.batch_sentences,
             FLAGS.src_length,

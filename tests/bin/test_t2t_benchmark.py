@@ -108,6 +108,15 @@ def test_matmul_prints_fp32_and_bf16_rates_and_the_machine_as_a_real_program() -
         assert measurement["matmul_fp32_flops_per_s"] == fp32["flops_per_s"]
 
 
+def test_training_mirrored_over_a_split_cpu_as_a_real_program() -> None:
+    # The CPU is split before the start-up matmul rate starts TensorFlow's runtime.
+    split = ["--cpu_devices=2", "--distribution_strategy=mirrored", "--mixed_precision=off"]
+    result = run("t2t-benchmark", "--mode=train", *TINY, *TRAIN_SHAPE, *split)
+    assert result.returncode == 0, result.stderr[-3000:]
+    (measurement,) = measurements(result.stdout)
+    assert measurement["replicas"] == 2 and measurement["batch_sentences"] == 8
+
+
 def test_an_output_shorter_than_the_source_is_refused() -> None:
     result = run_in_process(
         "t2t-benchmark", "--mode=decode", *TINY, "--src_length=30", "--fixed_output_length=10"
