@@ -192,9 +192,9 @@ def test_two_vocabularies_of_different_sizes_train_load_decode_and_resume(
     pre_norm_trained_dir: Path, tmp_path: Path
 ) -> None:
     from decoders import make_decoder
+    from shared_fixtures import NumberWordsTwoVocabularies
 
     from t2t_keras.run.loading import load_trained
-    from tests.conftest import NumberWordsTwoVocabularies
 
     sizes = json.loads((pre_norm_trained_dir / "run.json").read_text())["vocab_sizes"]
     assert sizes["inputs"] != sizes["targets"]

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from binaries import assert_user_error, run_in_process
-from conftest import NUMBER_WORDS, TRAINED_STEPS
+from shared_fixtures import NUMBER_WORDS, TRAINED_STEPS
 
 from t2t_keras.run.weights import checkpoint_model_shapes
 
