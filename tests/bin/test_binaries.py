@@ -69,6 +69,27 @@ def test_bleu_scores_without_tensorflow(tmp_path: Path) -> None:
     assert result.stderr.strip() == "loaded: []", result.stderr
 
 
+_IMPORT_AS_THE_BINARIES_DO = """
+import sys
+from t2t_keras.bin import tensorflow_logs
+tensorflow_logs.import_tensorflow(verbose=False)
+print(sorted(name for name in ("tensorflow", "keras", "matplotlib") if name in sys.modules))
+from t2t_keras.metrics import attention_plots
+print("plots import matplotlib:", "matplotlib.figure" in sys.modules)
+"""
+
+
+def test_tensorflow_loads_without_matplotlib_which_loads_when_plots_are_drawn() -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", _IMPORT_AS_THE_BINARIES_DO], capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "['keras', 'tensorflow']",
+        "plots import matplotlib: True",
+    ], result.stdout
+
+
 @pytest.mark.parametrize("binary", BINARIES)
 def test_helpfull_lists_the_flags(binary: str) -> None:
     result = run_in_process(binary, "--helpfull")
