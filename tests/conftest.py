@@ -30,12 +30,17 @@ from hypothesis_profiles import CI
 # --hypothesis-profile, applied after this file is read, overrides it.
 settings.load_profile(CI)
 
+
 # One pytest-xdist worker per core: each worker's TensorFlow (and each process a
 # test starts, which inherits this) gets its share of the cores rather than
 # spinning threads for all of them against the other workers.
+def _threads_per_worker(workers: int) -> int:
+    return max(1, (os.cpu_count() or 1) // workers)
+
+
 _WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
 if _WORKERS > 1:
-    os.environ.setdefault("TF_NUM_INTRAOP_THREADS", str(max(1, (os.cpu_count() or 1) // _WORKERS)))
+    os.environ.setdefault("TF_NUM_INTRAOP_THREADS", str(_threads_per_worker(_WORKERS)))
 
 # What the binaries keep in the user's cache (--xla_cache_dir's compiled searches)
 # goes to a folder of this session instead.
@@ -139,7 +144,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if os.environ.get("PYTEST_XDIST_WORKER") or config.getoption("dist", "no") == "no":
         return
     workers = config.getoption("numprocesses") or 1
-    threads = max(1, (os.cpu_count() or 1) // int(workers))
+    threads = _threads_per_worker(int(workers))
     root = config._tmp_path_factory.getbasetemp()  # type: ignore[attr-defined]
     config.stash[_BUILDER] = shared_fixtures.start_building(root, threads)
 
