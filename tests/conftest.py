@@ -49,7 +49,7 @@ os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="t2t_keras_test_cache_")
 # Every XLA compilation of the run, in the workers and in the processes tests
 # start, is kept in one folder of the run (TensorFlow's persistent cache,
 # keyed by the compiled computation): a search or step that many tests
-# compile alike is compiled once (about 9% less CPU time for the suite). The
+# compile alike is compiled once. The
 # controller makes the folder; the workers, started after, inherit it. Tests
 # of the cache itself set TF_XLA_FLAGS of their own.
 _XLA_CACHE = "T2T_KERAS_TEST_XLA_CACHE"
