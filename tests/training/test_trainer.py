@@ -98,7 +98,9 @@ def test_mirrored_training_then_other_shapes_are_refused(
     assert mirrored.num_replicas_in_sync == 2  # The CPU split of tests/conftest.py.
     # --xla=full falls back to compiled attention across 2 local devices.
     # One bucket shape, so the attention cores compile once.
-    one_shape = dataclasses.replace(transformer_tiny(), min_length_bucket=32)
+    one_shape = dataclasses.replace(
+        transformer_tiny(), min_length_bucket=32, num_encoder_layers=1, num_decoder_layers=1
+    )
     first = _train(
         number_words_data,
         tmp_path,
