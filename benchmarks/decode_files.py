@@ -328,7 +328,7 @@ def block_encoding_seconds(model: Any, search: Any) -> float:
 
     encode = tf.function(lambda ids: model.encode_for_decoding(ids, search.beams), jit_compile=True)
     seconds = []
-    for count, width in search.searched_shapes():
+    for count, width, _ in search.searched_shapes():
         block = tf.zeros([BLOCK_SLOTS * count, width], tf.int32)
         tf.nest.map_structure(lambda tensor: tensor.numpy(), encode(block))  # Compiled.
         start = time.monotonic()

@@ -142,6 +142,11 @@ class TransformerHParams(HParams):
     alpha: float = 0.6
     # Longest output = input length + this.
     extra_length: int = 50
+    # The search's slots first hold input width + this many output positions, or
+    # a quarter of the width if more (each step's attention costs them all); an
+    # output that needs more, up to extra_length, is searched again in slots
+    # that hold them all, to the same result.
+    slot_extra_length: int = 8
 
     def batching(self) -> BatchingConfig:
         """What `Problem.dataset` needs of these hparams."""
@@ -225,6 +230,7 @@ _NON_NEGATIVE = (
     "clip_gradient_norm",
     "alpha",
     "extra_length",
+    "slot_extra_length",
 )
 _PROBABILITIES = (
     "dropout",

@@ -29,7 +29,7 @@ STOPPING_RULES = ("first_k", "best_possible")
 # "length" by n ** alpha (CTranslate2's and fairseq's).
 LENGTH_PENALTIES = ("gnmt", "length")
 # The search settings that come from the model's hparams set when unset.
-_FROM_MODEL = ("beam_size", "alpha", "extra_length")
+_FROM_MODEL = ("beam_size", "alpha", "extra_length", "slot_extra_length")
 # The settings that shape sampling, refused without sampling=true.
 SAMPLING_SETTINGS = ("temperature", "top_k", "top_p", "seed", "samples_per_input")
 # The largest seed: the search mixes it into 32-bit hashes (`sampling`).
@@ -38,7 +38,8 @@ MAX_SEED = 2**31 - 1
 
 @dataclasses.dataclass(frozen=True)
 class SearchDefaults:
-    """What unset search settings take: the hparams set's beam_size, alpha and extra_length.
+    """What unset search settings take: the hparams set's beam_size, alpha, extra_length
+    and slot_extra_length.
 
     A model's TransformerHParams holds them; a CTranslate2 export stores them.
     """
@@ -46,6 +47,8 @@ class SearchDefaults:
     beam_size: int
     alpha: float
     extra_length: int
+    # None: extra_length (one pass); exports made before the field have none.
+    slot_extra_length: int | None = None
 
     @classmethod
     def of(cls, model_hparams: SearchDefaults | SearchSettings | HParams) -> SearchDefaults:
@@ -61,6 +64,7 @@ class SearchSettings:
     alpha: float
     length_penalty: str
     extra_length: int
+    slot_extra_length: int
     return_beams: bool
     min_length: int
     stopping: str
@@ -111,6 +115,8 @@ class DecodeHParams(HParams):
     alpha: float | None = None  # length penalty exponent; None = the hparams set's
     length_penalty: str = "gnmt"  # score / ((5 + n) / 6) ** alpha ("gnmt") or n ** alpha ("length")
     extra_length: int | None = None  # output may exceed input by this many tokens; None = set's
+    # positions past the input width (or width / 4) the slots first hold; None = the set's
+    slot_extra_length: int | None = None
     min_length: int = 1  # fewest output tokens for a non-empty input; 0 lets EOS come first
     stopping: str = "first_k"  # beam stops at K finished ("first_k") or when none can win
     tree_constraint: bool = True  # parsing: only well-formed trees over the input's words
@@ -129,7 +135,14 @@ class DecodeHParams(HParams):
         for name in ("beam_size", "batch_size", "samples_per_input"):
             value = getattr(self, name)
             self.require(value is None or value >= 1, name, "at least 1")
-        for name in ("alpha", "extra_length", "num_samples", "min_length", "top_k"):
+        for name in (
+            "alpha",
+            "extra_length",
+            "slot_extra_length",
+            "num_samples",
+            "min_length",
+            "top_k",
+        ):
             value = getattr(self, name)
             self.require(value is None or value >= 0, name, "0 or more")
         self.require(self.stopping in STOPPING_RULES, "stopping", " or ".join(STOPPING_RULES))
@@ -188,6 +201,9 @@ class DecodeHParams(HParams):
         for name, value in dataclasses.asdict(SearchDefaults.of(defaults)).items():
             if given[name] is None:
                 given[name] = value
+        # Never more than extra_length: then the first pass is the only one.
+        extra, slot_extra = given["extra_length"], given["slot_extra_length"]
+        given["slot_extra_length"] = extra if slot_extra is None else min(extra, slot_extra)
         return DecodeSettings(
             search=SearchSettings(**{name: given[name] for name in SEARCH_SETTINGS}),
             batch_size=self.batch_size,

@@ -7,7 +7,10 @@ sentence, at position 0), advance (one beam or greedy step of every slot,
 each at its own position) and collect (each slot whose sentence is done has
 its result written out and is emptied). It returns once its block is all
 placed (the last block: once every slot is done); the slots, mid-sentence,
-carry into the next call. A sentence's search reads only its own rows (its
+carry into the next call. Slots may hold fewer output positions than a
+sentence's limit allows (`empty`'s length): a sentence that reaches their end
+unfinished leaves its slot marked evicted, to be searched again in slots
+holding them all. A sentence's search reads only its own rows (its
 encoder output, its beam rows, its limits): its result does not depend on
 its slot or neighbours.
 
@@ -51,6 +54,9 @@ class Finished(NamedTuple):
     sentence: tf.Tensor  # [N + M] int32: the caller's numbers
     ids: tf.Tensor  # [N + M, R, L] int32
     scores: tf.Tensor  # [N + M, R] float32
+    # [N + M] bool: the sentence needed more positions than the slots hold; its
+    # ids and scores are not a result (`SlotLoop.empty`).
+    evicted: tf.Tensor
 
 
 class SlotLoop(ModelSearch):
@@ -97,10 +103,16 @@ class SlotLoop(ModelSearch):
             self._run = tf.function(self.run, jit_compile=self.jit_compile, autograph=False)
         return self._run
 
-    def empty(self, count: int, width: int) -> Slots:
-        """N = count slots of source width S, all empty."""
+    def empty(
+        self, count: int | tf.Tensor, width: int | tf.Tensor, length: int | tf.Tensor | None = None
+    ) -> Slots:
+        """N = count slots of source width S, all empty, each holding L output positions:
+        `length`, at most what the width's longest output needs (that, when None)."""
         inputs = tf.zeros([count, width], tf.int32)
-        length, max_lengths = decode_limits(inputs, self.settings.extra_length, self.max_length)
+        full, max_lengths = decode_limits(inputs, self.settings.extra_length, self.max_length)
+        length = full if length is None else tf.minimum(length, full)
+        if isinstance(length, tf.Tensor) and tf.get_static_value(length) is not None:
+            length = int(tf.get_static_value(length))
         memory = self.model.empty_decoding_memory(count, width, self.beams)
         empty_state = self.model.empty_decoding_state(count, length, self.beams)
         slots = Slots(
@@ -111,7 +123,7 @@ class SlotLoop(ModelSearch):
             min_lengths=tf.zeros_like(max_lengths),
             sentence=tf.fill([count], -1),
         )
-        search = self.search(slots, None).start(empty_state)
+        search = self.search(slots, None, length).start(empty_state)
         return slots._replace(search=search._replace(done=tf.ones([count], tf.bool)))
 
     def run(
@@ -144,6 +156,7 @@ class SlotLoop(ModelSearch):
             sentence=tf.fill([total + 1], -1),  # One row more, where the unfinished go.
             ids=ids,
             scores=scores,
+            evicted=tf.zeros([total + 1], tf.bool),
         )
 
         def keep_going(slots: Slots, placed: tf.Tensor, finished: Finished) -> tf.Tensor:
@@ -167,7 +180,10 @@ class SlotLoop(ModelSearch):
 
         slots, _, finished = tf.while_loop(keep_going, body, (slots, tf.constant(0), finished))
         return slots, finished._replace(
-            sentence=finished.sentence[:-1], ids=finished.ids[:-1], scores=finished.scores[:-1]
+            sentence=finished.sentence[:-1],
+            ids=finished.ids[:-1],
+            scores=finished.scores[:-1],
+            evicted=finished.evicted[:-1],
         )
 
     def _no_results(self, slots: Slots, rows: int | tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
@@ -228,36 +244,52 @@ class SlotLoop(ModelSearch):
     def _collect(
         self, slots: Slots, search: BeamSearch | GreedySearch, finished: Finished
     ) -> tuple[Slots, Finished]:
-        """Writes out the slots whose sentences are done, and empties them."""
-        done = slots.search.done & (slots.sentence >= 0)
+        """Writes out the slots whose sentences are done, and those at the end of the
+        slots' positions unfinished (evicted), and empties them."""
+        placed = slots.sentence >= 0
+        evicted = placed & ~slots.search.done & (slots.search.index >= self._length(slots))
+        leaving = (slots.search.done & placed) | evicted
         ids, scores = search.results(slots.search)
         unused = _rows(finished.sentence) - 1
-        at = tf.where(done, finished.count + tf.cumsum(tf.cast(done, tf.int32)) - 1, unused)
+        at = tf.where(leaving, finished.count + tf.cumsum(tf.cast(leaving, tf.int32)) - 1, unused)
         at = at[:, tf.newaxis]
         finished = finished._replace(
-            count=finished.count + tf.reduce_sum(tf.cast(done, tf.int32)),
+            count=finished.count + tf.reduce_sum(tf.cast(leaving, tf.int32)),
             sentence=tf.tensor_scatter_nd_update(finished.sentence, at, slots.sentence),
             ids=tf.tensor_scatter_nd_update(finished.ids, at, ids),
             scores=tf.tensor_scatter_nd_update(finished.scores, at, scores),
+            evicted=tf.tensor_scatter_nd_update(finished.evicted, at, evicted),
         )
-        return slots._replace(sentence=tf.where(done, -1, slots.sentence)), finished
+        # An emptied slot stays done, at position 0, until refilled: the steps it
+        # takes meanwhile write inside its positions and change nothing.
+        search = slots.search._replace(
+            index=tf.where(leaving, 0, slots.search.index), done=slots.search.done | leaving
+        )
+        return slots._replace(
+            search=search, sentence=tf.where(leaving, -1, slots.sentence)
+        ), finished
 
     def _length(self, slots: Slots) -> int | tf.Tensor:
-        """L, the output positions of the slots' width (static when it is)."""
-        return decode_limits(slots.inputs, self.settings.extra_length, self.max_length)[0]
+        """L, the output positions the slots hold (static when known)."""
+        ids = slots.search.ids if self.settings.is_greedy else slots.search.alive_ids
+        return _shape(ids)[-1]
 
-    def search(self, slots: Slots, step: StepFunction | None) -> BeamSearch | GreedySearch:
-        """The search over the slots' sentences (`step` None: not to be advanced)."""
+    def search(
+        self, slots: Slots, step: StepFunction | None, length: int | tf.Tensor | None = None
+    ) -> BeamSearch | GreedySearch:
+        """The search over the slots' sentences (`step` None: not to be advanced), in
+        `length` output positions (None: the slots')."""
         settings = self.settings
         constraint = self.constraint(slots.inputs, slots.max_lengths)
         step = step or _no_step
+        length = self._length(slots) if length is None else length
         if settings.is_greedy:
             return GreedySearch(
-                step, self._length(slots), slots.max_lengths, slots.min_lengths, constraint,
+                step, length, slots.max_lengths, slots.min_lengths, constraint,
                 settings.alpha, settings.length_penalty, self.sampler, slots.sentence,
             )  # fmt: skip
         return BeamSearch(
-            step, settings.beam_size, self._length(slots), slots.max_lengths, slots.min_lengths,
+            step, settings.beam_size, length, slots.max_lengths, slots.min_lengths,
             settings.alpha, settings.length_penalty, settings.stopping, settings.num_returned,
             constraint,
         )  # fmt: skip

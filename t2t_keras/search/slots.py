@@ -40,6 +40,7 @@ import tensorflow as tf
 
 from t2t_keras.data.ids import PAD_ID
 from t2t_keras.search import sampling, shapes
+from t2t_keras.search.settings import SearchSettings
 from t2t_keras.search.slot_loop import SlotLoop, Slots
 
 BLOCK_SLOTS = 2  # A block holds this many sentences per slot: M = 2N.
@@ -47,6 +48,18 @@ BLOCK_SLOTS = 2  # A block holds this many sentences per slot: M = 2N.
 # at most half as wide, and the file has SPLIT_SLOTS rows a slot or more.
 LONG_TAIL = 20
 SPLIT_SLOTS = 4
+
+
+def first_positions(
+    width: int | tf.Tensor, settings: SearchSettings, max_length: int
+) -> int | tf.Tensor:
+    """The output positions slots of source `width` first hold: width + E + 1, E the
+    larger of slot_extra_length and a quarter of the width (an output is rarely
+    longer than its input by more: a long one is searched again), never more
+    than the width's longest output needs (then there is one pass)."""
+    extra = tf.maximum(settings.slot_extra_length, width // 4)
+    most = tf.minimum(width + settings.extra_length, max_length - 1) + 1
+    return tf.minimum(width + tf.minimum(extra, settings.extra_length) + 1, most)
 
 
 class SlotSearch(SlotLoop):
@@ -57,7 +70,7 @@ class SlotSearch(SlotLoop):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._shapes: set[tuple[int, int]] = set()  # The shapes of slots searched eagerly.
+        self._shapes: set[tuple[int, int, int]] = set()  # Shapes of slots searched eagerly.
         # Slot-steps run by `finish`, and those that advanced a sentence not yet done.
         self.slot_steps = self.busy_steps = 0
 
@@ -101,8 +114,12 @@ class SlotSearch(SlotLoop):
     ) -> Iterator[list[tuple[int, np.ndarray, np.ndarray]]]:
         """`finish` of rows searched one slot each, numbered `numbers`."""
         order = sorted(range(len(rows)), key=lambda i: -len(rows[i]))
+        evicted: list[int] = []
         for part in self._parts(rows, order):
-            yield from self._search_part(rows, part, numbers)
+            yield from self._search_part(rows, part, numbers, evicted)
+        if evicted:  # Again, in slots holding every position their limits allow.
+            again = sorted(evicted, key=lambda i: -len(rows[i]))
+            yield from self._search_part(rows, again, numbers, None)
 
     def slots_for(self, rows: int) -> int:
         """The slots that search `rows` sentences: half as many, in a `shapes` bucket,
@@ -128,15 +145,26 @@ class SlotSearch(SlotLoop):
         return [wide, order[len(wide) :]]
 
     def _search_part(
-        self, rows: Sequence[Sequence[int]], order: list[int], numbers: list[int]
+        self,
+        rows: Sequence[Sequence[int]],
+        order: list[int],
+        numbers: list[int],
+        evicted: list[int] | None,
     ) -> Iterator[list[tuple[int, np.ndarray, np.ndarray]]]:
         """Rows `order` (longest first), numbered `numbers`, through slots as wide as
-        the first: a group of (row index, ids, scores) after each compiled call."""
+        the first: a group of (row index, ids [R, L], scores) after each compiled call.
+
+        The slots hold width + slot_extra_length output positions, and the rows
+        that need more are appended to `evicted`; with `evicted` None they hold
+        all that the width's limits allow, and none is evicted.
+        """
         index_of = {numbers[index]: index for index in order}
         count = self.slots_for(len(order))
         width = shapes.bucket_width(len(rows[order[0]]), self.max_length, count)
         block = BLOCK_SLOTS * count
-        slots = self.empty(count, width)
+        full = self.positions(width)
+        length = full if evicted is None else self.first_positions(width)
+        slots = self.empty(count, width, length)
         for first in range(0, len(order), block):
             chosen = order[first : first + block]
             ids = np.full([block, width], PAD_ID, np.int32)
@@ -149,26 +177,34 @@ class SlotSearch(SlotLoop):
                 slots, tf.constant(ids), tf.constant(block_numbers), tf.constant(len(chosen)),
                 tf.constant(last),
             )  # fmt: skip
-            self._shapes.add((count, width))
+            self._shapes.add((count, width, length))
             self.slot_steps += int(finished.slot_steps)
             self.busy_steps += int(finished.busy_steps)
             done = int(finished.count)
-            yield list(
-                zip(
-                    [index_of[number] for number in finished.sentence.numpy()[:done].tolist()],
-                    finished.ids.numpy()[:done],
-                    finished.scores.numpy()[:done],
-                    strict=True,
-                )
-            )
+            found = [index_of[number] for number in finished.sentence.numpy()[:done].tolist()]
+            left = finished.evicted.numpy()[:done]
+            ids = np.pad(finished.ids.numpy()[:done], [(0, 0), (0, 0), (0, full - length)])
+            scores = finished.scores.numpy()[:done]
+            if left.any():  # Only slots shorter than the full length evict.
+                assert evicted is not None
+                evicted.extend(index for index, out in zip(found, left, strict=True) if out)
+            yield [(index, ids[at], scores[at]) for at, index in enumerate(found) if not left[at]]
+
+    def positions(self, width: int) -> int:
+        """L, the output positions the longest output of a sentence `width` ids long needs."""
+        return min(width + self.settings.extra_length, self.max_length - 1) + 1
+
+    def first_positions(self, width: int) -> int:
+        """The output positions slots of `width` hold first (`first_positions`)."""
+        return int(first_positions(width, self.settings, self.max_length))
 
     def compilations(self) -> int:
-        """How many shapes of slots (N x S) have been searched in this process: XLA
+        """How many shapes of slots (N x S x L) have been searched in this process: XLA
         compiles, or loads from its disk cache, the search once for each."""
         return len(self._shapes)
 
-    def searched_shapes(self) -> list[tuple[int, int]]:
-        """The shapes of slots (N, S) searched in this process, in order."""
+    def searched_shapes(self) -> list[tuple[int, int, int]]:
+        """The shapes of slots (N, S, L) searched in this process, in order."""
         return sorted(self._shapes)
 
     def search_tensor(self, inputs: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
@@ -191,34 +227,63 @@ class SlotSearch(SlotLoop):
         return self._search_each_row(inputs)
 
     def _search_each_row(self, inputs: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-        """`search_tensor` of rows searched one slot each, row b numbered b."""
-        run = self.compiled()
+        """`search_tensor` of rows searched one slot each, row b numbered b: every row in
+        slots of width + slot_extra_length positions, then those evicted in full ones."""
         rows, width = tf.shape(inputs)[0], tf.shape(inputs)[1]
         count = tf.minimum(shapes.padded_rows((rows + 1) // 2), self.slots)  # `slots_for`
         padded_width = shapes.padded_width(width, count, self.max_length)
+        inputs = tf.pad(inputs, [[0, 0], [0, padded_width - width]])
         lengths = tf.reduce_sum(tf.cast(inputs != PAD_ID, tf.int32), axis=1)
         order = tf.argsort(lengths, direction="DESCENDING", stable=True)
-        ordered = tf.pad(tf.gather(inputs, order), [[0, 0], [0, padded_width - width]])
-        block = BLOCK_SLOTS * count
-        slots = self.empty(count, padded_width)
-        found = self._no_results(slots, rows)
+        extra = self.settings.extra_length
+        full = tf.minimum(padded_width + extra, self.max_length - 1) + 1  # `positions`
+        first = first_positions(padded_width, self.settings, self.max_length)
+        found, evicted = self._graph_pass(inputs, order, count, first, full)
+        again = tf.boolean_mask(order, tf.gather(evicted, order))  # Still longest first.
+        count = tf.minimum(shapes.padded_rows((tf.size(again) + 1) // 2), self.slots)
+        return self._graph_pass(inputs, again, count, full, full, found)[0]
 
-        def body(first: tf.Tensor, slots: Slots, found: Any) -> tuple[tf.Tensor, Slots, Any]:
+    def _graph_pass(
+        self,
+        inputs: tf.Tensor,
+        order: tf.Tensor,
+        count: tf.Tensor,
+        length: tf.Tensor,
+        full: tf.Tensor,
+        found: tuple[tf.Tensor, tf.Tensor] | None = None,
+    ) -> tuple[tuple[tf.Tensor, tf.Tensor], tf.Tensor]:
+        """Rows `order` of inputs [B, S] through `count` slots of `length` positions, in
+        blocks: (their ids [B, R, full] and scores [B, R] written into `found` (None:
+        none found yet), [B] bool the rows evicted, whose results are not)."""
+        run = self.compiled()
+        rows = tf.size(order)
+        block = BLOCK_SLOTS * count
+        slots = self.empty(count, tf.shape(inputs)[1], length)
+        if found is None:
+            ids, scores = self._no_results(slots, tf.shape(inputs)[0])
+            found = (tf.pad(ids, [[0, 0], [0, 0], [0, full - length]]), scores)
+        evicted = tf.zeros([tf.shape(inputs)[0]], tf.bool)
+
+        def body(first: tf.Tensor, slots: Slots, found: Any, evicted: tf.Tensor) -> tuple:
             positions = first + tf.range(block)
             real = positions < rows
-            within = tf.minimum(positions, rows - 1)
-            block_ids = tf.where(real[:, tf.newaxis], tf.gather(ordered, within), PAD_ID)
-            numbers = tf.where(real, tf.gather(order, within), -1)
+            numbers = tf.where(real, tf.gather(order, tf.minimum(positions, rows - 1)), -1)
+            block_ids = tf.where(
+                real[:, tf.newaxis], tf.gather(inputs, tf.maximum(numbers, 0)), PAD_ID
+            )
             placed = tf.minimum(block, rows - first)
             slots, finished = run(slots, block_ids, numbers, placed, first + block >= rows)
-            at = finished.sentence[: finished.count, tf.newaxis]
+            done = finished.count
+            at = finished.sentence[:done, tf.newaxis]  # An evicted row's is overwritten later.
+            ids = tf.pad(finished.ids[:done], [[0, 0], [0, 0], [0, full - length]])
             found = (
-                tf.tensor_scatter_nd_update(found[0], at, finished.ids[: finished.count]),
-                tf.tensor_scatter_nd_update(found[1], at, finished.scores[: finished.count]),
+                tf.tensor_scatter_nd_update(found[0], at, ids),
+                tf.tensor_scatter_nd_update(found[1], at, finished.scores[:done]),
             )
-            return first + block, slots, found
+            evicted = tf.tensor_scatter_nd_update(evicted, at, finished.evicted[:done])
+            return first + block, slots, found, evicted
 
-        _, _, found = tf.while_loop(
-            lambda first, *_: first < rows, body, (tf.constant(0), slots, found)
+        _, _, found, evicted = tf.while_loop(
+            lambda first, *_: first < rows, body, (tf.constant(0), slots, found, evicted)
         )
-        return found
+        return found, evicted

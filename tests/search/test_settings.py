@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from t2t_keras.errors import UserError
+from t2t_keras.hparam import HParamsError
 from t2t_keras.hparams.transformer import transformer_parsing_small, transformer_tiny
 from t2t_keras.search.settings import (
     SEARCH_SETTINGS,
@@ -96,6 +97,7 @@ def test_resolving_fills_only_what_is_unset() -> None:
         alpha=tiny.alpha,
         length_penalty="gnmt",
         extra_length=tiny.extra_length,
+        slot_extra_length=tiny.slot_extra_length,
         return_beams=True,
         min_length=1,
         stopping="first_k",
@@ -115,10 +117,25 @@ def test_resolving_fills_only_what_is_unset() -> None:
         parsing.extra_length,
     )
     assert (parser.beam_size, parser.extra_length) != (tiny.beam_size, tiny.extra_length)
+    # Slots first hold a little past the input for translation, all a tree may need for parsing.
+    assert 0 < tiny.slot_extra_length < tiny.extra_length
+    assert parser.slot_extra_length == parsing.extra_length
     # An export's stored defaults resolve alike; a resolved search gives its own back.
     assert DecodeHParams().resolve(SearchDefaults.of(tiny)) == DecodeHParams().resolve(tiny)
-    assert SearchDefaults.of(settings.search) == SearchDefaults(2, tiny.alpha, tiny.extra_length)
+    assert SearchDefaults.of(settings.search) == SearchDefaults(
+        2, tiny.alpha, tiny.extra_length, tiny.slot_extra_length
+    )
     assert tuple(field.name for field in dataclasses.fields(SearchSettings)) == SEARCH_SETTINGS
+
+
+def test_slots_never_hold_more_than_the_longest_output_and_old_exports_search_in_one_pass() -> None:
+    tiny = transformer_tiny()
+    wide = DecodeHParams().override("slot_extra_length=500").resolve(tiny).search
+    assert wide.slot_extra_length == tiny.extra_length
+    exported = SearchDefaults(tiny.beam_size, tiny.alpha, 20)  # Stored before the field.
+    assert DecodeHParams().resolve(exported).search.slot_extra_length == 20
+    with pytest.raises(HParamsError, match="slot_extra_length"):
+        DecodeHParams().override("slot_extra_length=-1")
 
 
 def test_greedy_is_beam_one_stopping_at_the_first() -> None:

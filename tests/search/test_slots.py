@@ -142,3 +142,28 @@ def test_the_graph_loop_equals_the_hosts(model):
     ids, scores = search.search_tensor(padded)
     for row_ids, row_scores, expected in zip(ids, scores, search.decode(rows), strict=True):
         assert_same((row_ids.numpy(), row_scores.numpy()), expected)
+
+
+@pytest.mark.parametrize("beam_size", [1, 3])
+def test_outputs_longer_than_the_first_slots_are_searched_again_to_the_same_result(
+    model, beam_size: int
+):
+    """Slots holding 2 positions past the input evict the outputs that run longer
+    (an untrained model's often do): searched again in slots holding all 12, every
+    output is the one-pass search's, on the host's loop and in the graph."""
+    one_pass = settings_of(model, beam_size, extra_length=12, return_beams=True)
+    rows = random_rows([3, 7, 1, 5, 2, 6, 4, 1, 7, 2], seed=5)
+    expected = SlotSearch(model, one_pass, jit_compile=False, slots=2).decode(rows)
+    settings = settings_of(
+        model, beam_size, extra_length=12, slot_extra_length=2, return_beams=True
+    )
+    search = SlotSearch(model, settings, jit_compile=False, slots=2)
+    for found, wanted in zip(search.decode(rows), expected, strict=True):
+        assert_same(found, wanted)
+    # Rows 8 wide: 8 + 2 + 1 positions first, then 8 + 12 + 1 for the evicted.
+    assert {length for _, _, length in search.searched_shapes()} == {11, 21}
+    width = max(len(row) for row in rows)
+    padded = tf.constant([row + [PAD_ID] * (width - len(row)) for row in rows])
+    ids, scores = search.search_tensor(padded)
+    for row_ids, row_scores, wanted in zip(ids, scores, expected, strict=True):
+        assert_same((row_ids.numpy(), row_scores.numpy()), wanted)
