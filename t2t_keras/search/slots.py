@@ -45,7 +45,8 @@ from t2t_keras.search.slot_loop import SlotLoop, Slots
 
 BLOCK_SLOTS = 2  # A block holds this many sentences per slot: M = 2N.
 # The longest 1/LONG_TAIL of a file's rows are searched apart when the rest are
-# at most half as wide, and the file has SPLIT_SLOTS rows a slot or more.
+# at most half as wide. That, and a second pass for outputs longer than the
+# first slots hold, compile a second shape: only for SPLIT_SLOTS rows a slot or more.
 LONG_TAIL = 20
 SPLIT_SLOTS = 4
 
@@ -154,16 +155,19 @@ class SlotSearch(SlotLoop):
         """Rows `order` (longest first), numbered `numbers`, through slots as wide as
         the first: a group of (row index, ids [R, L], scores) after each compiled call.
 
-        The slots hold width + slot_extra_length output positions, and the rows
-        that need more are appended to `evicted`; with `evicted` None they hold
-        all that the width's limits allow, and none is evicted.
+        With `evicted` given and SPLIT_SLOTS rows a slot or more, the slots
+        hold `first_positions`, and the rows that need more are appended to
+        `evicted`; else they hold all that the width's limits allow, and none
+        is evicted (a typed line is never searched twice).
         """
         index_of = {numbers[index]: index for index in order}
         count = self.slots_for(len(order))
         width = shapes.bucket_width(len(rows[order[0]]), self.max_length, count)
         block = BLOCK_SLOTS * count
         full = self.positions(width)
-        length = full if evicted is None else self.first_positions(width)
+        # A second pass would compile a second shape: only for rows enough to pay for it.
+        two_passes = evicted is not None and len(order) >= SPLIT_SLOTS * count
+        length = self.first_positions(width) if two_passes else full
         slots = self.empty(count, width, length)
         for first in range(0, len(order), block):
             chosen = order[first : first + block]
@@ -237,7 +241,11 @@ class SlotSearch(SlotLoop):
         order = tf.argsort(lengths, direction="DESCENDING", stable=True)
         extra = self.settings.extra_length
         full = tf.minimum(padded_width + extra, self.max_length - 1) + 1  # `positions`
-        first = first_positions(padded_width, self.settings, self.max_length)
+        first = tf.where(  # As `_search_part`: two passes only for rows enough.
+            rows >= SPLIT_SLOTS * count,
+            first_positions(padded_width, self.settings, self.max_length),
+            full,
+        )
         found, evicted = self._graph_pass(inputs, order, count, first, full)
         again = tf.boolean_mask(order, tf.gather(evicted, order))  # Still longest first.
         count = tf.minimum(shapes.padded_rows((tf.size(again) + 1) // 2), self.slots)

@@ -150,7 +150,8 @@ def test_outputs_longer_than_the_first_slots_are_searched_again_to_the_same_resu
 ):
     """Slots holding 2 positions past the input evict the outputs that run longer
     (an untrained model's often do): searched again in slots holding all 12, every
-    output is the one-pass search's, on the host's loop and in the graph."""
+    output is the one-pass search's, on the host's loop and in the graph; a job of
+    a few rows is searched in one pass."""
     one_pass = settings_of(model, beam_size, extra_length=12, return_beams=True)
     rows = random_rows([3, 7, 1, 5, 2, 6, 4, 1, 7, 2], seed=5)
     expected = SlotSearch(model, one_pass, jit_compile=False, slots=2).decode(rows)
@@ -162,6 +163,11 @@ def test_outputs_longer_than_the_first_slots_are_searched_again_to_the_same_resu
         assert_same(found, wanted)
     # Rows 8 wide: 8 + 2 + 1 positions first, then 8 + 12 + 1 for the evicted.
     assert {length for _, _, length in search.searched_shapes()} == {11, 21}
+    # Fewer than 4 rows a slot (a typed line): one pass, never a second compilation.
+    few = SlotSearch(model, settings, jit_compile=False, slots=2)
+    for found, wanted in zip(few.decode(rows[:7]), expected, strict=False):
+        assert_same(found, wanted)
+    assert {length for _, _, length in few.searched_shapes()} == {21}
     width = max(len(row) for row in rows)
     padded = tf.constant([row + [PAD_ID] * (width - len(row)) for row in rows])
     ids, scores = search.search_tensor(padded)
