@@ -133,7 +133,8 @@ def gather_samples(
 
     Args:
       groups: lists of (row, ids [1, L], scores [1]) as rows finish, row i *
-        samples + r holding sample r of sentence i (`repeat_rows`).
+        samples + r holding sample r of sentence i (`repeat_rows`); L may
+        differ between rows, and the narrower are padded with PAD.
       samples: R, the samples of each sentence.
 
     Yields:
@@ -149,7 +150,11 @@ def gather_samples(
             drawn.setdefault(sentence, {})[sample] = (ids[0], scores[0])
             if len(drawn[sentence]) == samples:
                 found = drawn.pop(sentence)
-                all_ids = np.stack([found[r][0] for r in range(samples)])
+                # A sample searched again in full-length slots (`slots`) may be wider: PAD.
+                width = max(len(found[r][0]) for r in range(samples))
+                all_ids = np.stack(
+                    [np.pad(found[r][0], (0, width - len(found[r][0]))) for r in range(samples)]
+                )
                 all_scores = np.array([found[r][1] for r in range(samples)])
                 order = np.argsort(-all_scores, kind="stable")
                 complete.append((sentence, all_ids[order], all_scores[order]))

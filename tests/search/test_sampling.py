@@ -19,7 +19,7 @@ from decoders import build_model
 from t2t_keras.data.ids import EOS_ID, PAD_ID
 from t2t_keras.search import decode_limits, greedy_search, length_penalty
 from t2t_keras.search.decoder import Decoder, minimum_lengths
-from t2t_keras.search.sampling import Sampler
+from t2t_keras.search.sampling import Sampler, gather_samples
 from t2t_keras.search.settings import DecodeHParams
 from t2t_keras.search.slots import SlotSearch
 from tests.search.test_search import TINY
@@ -213,3 +213,18 @@ def test_a_sentences_samples_are_its_own_wherever_it_is_drawn(model) -> None:
         expected = [strip(h) for h in ids]
         assert [strip(h) for h in graph_ids[index].numpy()] == expected
         assert [strip(h) for h in batch_ids[index].numpy()] == expected
+
+
+def test_a_sentences_samples_of_different_widths_are_padded_together():
+    """A sample searched again in wider slots (`slots`' second pass) comes back
+    wider than its sisters: they are padded with PAD, best first."""
+    narrow = (np.array([[5, EOS_ID, PAD_ID]]), np.array([-2.0]))
+    wide = (np.array([[6, 7, 8, 9, EOS_ID, PAD_ID]]), np.array([-1.0]))
+    first, second = gather_samples([[(0, *narrow)], [(1, *wide)]], samples=2)
+    assert first == []
+    ((sentence, ids, scores),) = second
+    assert sentence == 0 and scores.tolist() == [-1.0, -2.0]
+    assert ids.tolist() == [
+        [6, 7, 8, 9, EOS_ID, PAD_ID],
+        [5, EOS_ID, PAD_ID, PAD_ID, PAD_ID, PAD_ID],
+    ]

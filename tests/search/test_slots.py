@@ -173,3 +173,17 @@ def test_outputs_longer_than_the_first_slots_are_searched_again_to_the_same_resu
     ids, scores = search.search_tensor(padded)
     for row_ids, row_scores, wanted in zip(ids, scores, expected, strict=True):
         assert_same((row_ids.numpy(), row_scores.numpy()), wanted)
+
+
+def test_a_sentences_samples_split_between_the_two_passes_come_back_together(model):
+    """Samples of one sentence, some evicted and searched again in wider slots, some
+    not: each sentence's samples are those of the one-pass search, best first."""
+    given = dict(sampling=True, samples_per_input=3, seed=7, extra_length=12)
+    one_pass = DecodeHParams(**given).resolve(model.hparams).search
+    two_passes = DecodeHParams(**given, slot_extra_length=2).resolve(model.hparams).search
+    rows = random_rows([3, 7, 1, 5, 2, 6, 4, 1, 7, 2], seed=6)
+    expected = SlotSearch(model, one_pass, jit_compile=False, slots=2).decode(rows)
+    search = SlotSearch(model, two_passes, jit_compile=False, slots=2)
+    for found, wanted in zip(search.decode(rows), expected, strict=True):
+        assert_same(found, wanted)
+    assert len({length for _, _, length in search.searched_shapes()}) == 2  # Both passes.
