@@ -157,7 +157,6 @@ def _parsing(dropout: float) -> TransformerHParams:
         beam_size=21,
         alpha=0.3,
         extra_length=300,
-        slot_extra_length=300,  # A tree is several times its sentence's length: one pass.
     )
 
 

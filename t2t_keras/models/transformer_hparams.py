@@ -142,11 +142,13 @@ class TransformerHParams(HParams):
     alpha: float = 0.6
     # Longest output = input length + this.
     extra_length: int = 50
-    # The search's slots first hold input width + this many output positions, or
-    # a quarter of the width if more (each step's attention costs them all); an
-    # output that needs more, up to extra_length, is searched again in slots
-    # that hold them all, to the same result.
-    slot_extra_length: int = 8
+    # None: the search's slots hold every position extra_length allows. A number:
+    # they first hold input width + this many (a quarter of the width if more),
+    # and an output that needs more is searched again in slots of all of them,
+    # to the same result (each step's attention costs every position held: for
+    # long files and servers, whose search runs ~10% faster; a process pays
+    # once for the second pass's compilation).
+    slot_extra_length: int | None = None
 
     def batching(self) -> BatchingConfig:
         """What `Problem.dataset` needs of these hparams."""
@@ -184,6 +186,8 @@ class TransformerHParams(HParams):
             self.require(getattr(self, name) >= 1, name, "at least 1")
         for name in _NON_NEGATIVE:
             self.require(getattr(self, name) >= 0, name, "0 or more")
+        extra = self.slot_extra_length
+        self.require(extra is None or extra >= 0, "slot_extra_length", "None or 0 or more")
         for name in _PROBABILITIES:
             self.require(0.0 <= getattr(self, name) < 1.0, name, "in [0, 1)")
         for name in ("adam_epsilon", "learning_rate", "layer_norm_epsilon"):
@@ -230,7 +234,6 @@ _NON_NEGATIVE = (
     "clip_gradient_norm",
     "alpha",
     "extra_length",
-    "slot_extra_length",
 )
 _PROBABILITIES = (
     "dropout",

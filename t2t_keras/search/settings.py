@@ -116,6 +116,7 @@ class DecodeHParams(HParams):
     length_penalty: str = "gnmt"  # score / ((5 + n) / 6) ** alpha ("gnmt") or n ** alpha ("length")
     extra_length: int | None = None  # output may exceed input by this many tokens; None = set's
     # positions past the input width (or width / 4) the slots first hold; None = the set's
+    # (None there: every position extra_length allows, one pass)
     slot_extra_length: int | None = None
     min_length: int = 1  # fewest output tokens for a non-empty input; 0 lets EOS come first
     stopping: str = "first_k"  # beam stops at K finished ("first_k") or when none can win

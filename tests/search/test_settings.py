@@ -97,7 +97,7 @@ def test_resolving_fills_only_what_is_unset() -> None:
         alpha=tiny.alpha,
         length_penalty="gnmt",
         extra_length=tiny.extra_length,
-        slot_extra_length=tiny.slot_extra_length,
+        slot_extra_length=tiny.extra_length,  # One pass.
         return_beams=True,
         min_length=1,
         stopping="first_k",
@@ -117,13 +117,14 @@ def test_resolving_fills_only_what_is_unset() -> None:
         parsing.extra_length,
     )
     assert (parser.beam_size, parser.extra_length) != (tiny.beam_size, tiny.extra_length)
-    # Slots first hold a little past the input for translation, all a tree may need for parsing.
-    assert 0 < tiny.slot_extra_length < tiny.extra_length
+    # The sets search in one pass: their slots hold every position extra_length allows.
+    assert tiny.slot_extra_length is None
+    assert settings.search.slot_extra_length == tiny.extra_length
     assert parser.slot_extra_length == parsing.extra_length
     # An export's stored defaults resolve alike; a resolved search gives its own back.
     assert DecodeHParams().resolve(SearchDefaults.of(tiny)) == DecodeHParams().resolve(tiny)
     assert SearchDefaults.of(settings.search) == SearchDefaults(
-        2, tiny.alpha, tiny.extra_length, tiny.slot_extra_length
+        2, tiny.alpha, tiny.extra_length, tiny.extra_length
     )
     assert tuple(field.name for field in dataclasses.fields(SearchSettings)) == SEARCH_SETTINGS
 
