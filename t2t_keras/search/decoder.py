@@ -202,12 +202,20 @@ def decode_limits(
       (a SavedModel's signature), L is a tensor that XLA, which compiles each
       input shape, still knows as a constant.
     """
-    most_tokens = max_length - 1
     lengths = tf.reduce_sum(tf.cast(inputs != PAD_ID, tf.int32), axis=1)
-    max_lengths = tf.minimum(lengths + extra_length, most_tokens)
-    if inputs.shape[1] is None:
-        return tf.minimum(tf.shape(inputs)[1] + extra_length, most_tokens) + 1, max_lengths
-    return min(inputs.shape[1] + extra_length, most_tokens) + 1, max_lengths
+    max_lengths = tf.minimum(lengths + extra_length, max_length - 1)
+    width = inputs.shape[1] if inputs.shape[1] is not None else tf.shape(inputs)[1]
+    return output_positions(width, extra_length, max_length), max_lengths
+
+
+def output_positions(
+    width: int | tf.Tensor, extra_length: int | tf.Tensor, max_length: int
+) -> int | tf.Tensor:
+    """L, the output positions of inputs `width` wide (`decode_limits`): width +
+    extra_length + 1, at most max_length; a Python int when both are."""
+    if isinstance(width, int) and isinstance(extra_length, int):
+        return min(width + extra_length, max_length - 1) + 1
+    return tf.minimum(width + extra_length, max_length - 1) + 1
 
 
 def minimum_lengths(inputs: tf.Tensor, min_length: int, max_lengths: tf.Tensor) -> tf.Tensor:

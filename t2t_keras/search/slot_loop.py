@@ -110,9 +110,7 @@ class SlotLoop(ModelSearch):
         `length`, at most what the width's longest output needs (that, when None)."""
         inputs = tf.zeros([count, width], tf.int32)
         full, max_lengths = decode_limits(inputs, self.settings.extra_length, self.max_length)
-        length = full if length is None else tf.minimum(length, full)
-        if isinstance(length, tf.Tensor) and tf.get_static_value(length) is not None:
-            length = int(tf.get_static_value(length))
+        length = full if length is None else length
         memory = self.model.empty_decoding_memory(count, width, self.beams)
         empty_state = self.model.empty_decoding_state(count, length, self.beams)
         slots = Slots(

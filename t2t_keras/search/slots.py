@@ -40,6 +40,7 @@ import tensorflow as tf
 
 from t2t_keras.data.ids import PAD_ID
 from t2t_keras.search import sampling, shapes
+from t2t_keras.search.decoder import output_positions
 from t2t_keras.search.settings import SearchSettings
 from t2t_keras.search.slot_loop import SlotLoop, Slots
 
@@ -58,9 +59,8 @@ def first_positions(
     larger of slot_extra_length and a quarter of the width (an output is rarely
     longer than its input by more: a long one is searched again), never more
     than the width's longest output needs (then there is one pass)."""
-    extra = tf.maximum(settings.slot_extra_length, width // 4)
-    most = tf.minimum(width + settings.extra_length, max_length - 1) + 1
-    return tf.minimum(width + tf.minimum(extra, settings.extra_length) + 1, most)
+    extra = tf.minimum(tf.maximum(settings.slot_extra_length, width // 4), settings.extra_length)
+    return output_positions(width, extra, max_length)
 
 
 class SlotSearch(SlotLoop):
@@ -164,10 +164,10 @@ class SlotSearch(SlotLoop):
         count = self.slots_for(len(order))
         width = shapes.bucket_width(len(rows[order[0]]), self.max_length, count)
         block = BLOCK_SLOTS * count
-        full = self.positions(width)
+        full = int(output_positions(width, self.settings.extra_length, self.max_length))
         # A second pass would compile a second shape: only for rows enough to pay for it.
         two_passes = evicted is not None and len(order) >= SPLIT_SLOTS * count
-        length = self.first_positions(width) if two_passes else full
+        length = int(first_positions(width, self.settings, self.max_length)) if two_passes else full
         slots = self.empty(count, width, length)
         for first in range(0, len(order), block):
             chosen = order[first : first + block]
@@ -193,14 +193,6 @@ class SlotSearch(SlotLoop):
                 assert evicted is not None
                 evicted.extend(index for index, out in zip(found, left, strict=True) if out)
             yield [(index, ids[at], scores[at]) for at, index in enumerate(found) if not left[at]]
-
-    def positions(self, width: int) -> int:
-        """L, the output positions the longest output of a sentence `width` ids long needs."""
-        return min(width + self.settings.extra_length, self.max_length - 1) + 1
-
-    def first_positions(self, width: int) -> int:
-        """The output positions slots of `width` hold first (`first_positions`)."""
-        return int(first_positions(width, self.settings, self.max_length))
 
     def compilations(self) -> int:
         """How many shapes of slots (N x S x L) have been searched in this process: XLA
@@ -239,8 +231,7 @@ class SlotSearch(SlotLoop):
         inputs = tf.pad(inputs, [[0, 0], [0, padded_width - width]])
         lengths = tf.reduce_sum(tf.cast(inputs != PAD_ID, tf.int32), axis=1)
         order = tf.argsort(lengths, direction="DESCENDING", stable=True)
-        extra = self.settings.extra_length
-        full = tf.minimum(padded_width + extra, self.max_length - 1) + 1  # `positions`
+        full = output_positions(padded_width, self.settings.extra_length, self.max_length)
         first = tf.where(  # As `_search_part`: two passes only for rows enough.
             rows >= SPLIT_SLOTS * count,
             first_positions(padded_width, self.settings, self.max_length),
