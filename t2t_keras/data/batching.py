@@ -18,6 +18,10 @@ from t2t_keras.data.ids import EOS_ID, PAD_ID
 
 _FEATURES = ("inputs", "targets")
 
+# The pipelines' functions use TensorFlow's ops, never Python control flow on
+# tensors: converting them with autograph would only cost each process's start.
+plain_function = tf.autograph.experimental.do_not_convert
+
 
 @dataclasses.dataclass(frozen=True)
 class BatchingConfig:
@@ -58,7 +62,7 @@ def filter_by_length(dataset: tf.data.Dataset, max_length: int) -> tf.data.Datas
     Returns:
       The examples with max(S, T) <= max_length, unchanged and in order.
     """
-    return dataset.filter(lambda example: example_length(example) <= max_length)
+    return dataset.filter(plain_function(lambda example: example_length(example) <= max_length))
 
 
 def truncate(dataset: tf.data.Dataset, max_length: int) -> tf.data.Dataset:
@@ -86,7 +90,7 @@ def truncate(dataset: tf.data.Dataset, max_length: int) -> tf.data.Dataset:
     def cut_example(example: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
         return {**example, **{name: cut(example[name]) for name in _FEATURES}}
 
-    return dataset.map(cut_example, num_parallel_calls=tf.data.AUTOTUNE)
+    return dataset.map(plain_function(cut_example), num_parallel_calls=tf.data.AUTOTUNE)
 
 
 def batch_by_length(
@@ -138,9 +142,9 @@ def batch_by_length(
         )
 
     return dataset.group_by_window(
-        key_func=bucket_of,
-        reduce_func=batch_bucket,
-        window_size_func=lambda bucket: batch_sizes[bucket],
+        key_func=plain_function(bucket_of),
+        reduce_func=plain_function(batch_bucket),
+        window_size_func=plain_function(lambda bucket: batch_sizes[bucket]),
     )
 
 

@@ -13,7 +13,7 @@ from absl import logging
 
 from t2t_keras import registry
 from t2t_keras.data import batching, records
-from t2t_keras.data.batching import BatchingConfig
+from t2t_keras.data.batching import BatchingConfig, plain_function
 from t2t_keras.data.tree_tokens import TreeTokens
 from t2t_keras.data.vocab import Vocabulary
 from t2t_keras.errors import UserError
@@ -173,7 +173,7 @@ class Problem:
                 encoders["inputs"].decode(example["inputs"].numpy()),
                 encoders["targets"].decode(example["targets"].numpy()),
             )
-            for example in dataset.map(self._parse)
+            for example in dataset.map(plain_function(self._parse))
         ]
 
     def dataset(
@@ -252,7 +252,9 @@ class Problem:
         max_length = self.max_length(batching_config.max_length)
         parallel = 1 if deterministic else tf.data.AUTOTUNE
         dataset = self._records(paths, shuffle, seed, deterministic, input_context, skip_corrupt)
-        dataset = dataset.map(self._parse, num_parallel_calls=parallel, deterministic=deterministic)
+        dataset = dataset.map(
+            plain_function(self._parse), num_parallel_calls=parallel, deterministic=deterministic
+        )
         dataset = self._fit_to_length(dataset, split, max_length)
         if shuffle:
             dataset = dataset.shuffle(10_000, seed=seed)
@@ -300,7 +302,7 @@ class Problem:
             return shard.ignore_errors() if skip_corrupt else shard
 
         serialized = files.interleave(
-            read,
+            plain_function(read),
             cycle_length=4,
             num_parallel_calls=1 if deterministic else tf.data.AUTOTUNE,
             # Every pipeline sees the same order.
@@ -319,10 +321,13 @@ class Problem:
 
 def _log_too_long(dataset: tf.data.Dataset, what: str, max_length: int) -> None:
     """Logs how many examples of a finite split are longer than max_length (and will be cut)."""
-    lengths = dataset.map(batching.example_length, num_parallel_calls=tf.data.AUTOTUNE)
+    lengths = dataset.map(
+        plain_function(batching.example_length), num_parallel_calls=tf.data.AUTOTUNE
+    )
     too_long = int(
         lengths.reduce(
-            tf.constant(0, tf.int64), lambda n, length: n + tf.cast(length > max_length, tf.int64)
+            tf.constant(0, tf.int64),
+            plain_function(lambda n, length: n + tf.cast(length > max_length, tf.int64)),
         )
     )
     if too_long:

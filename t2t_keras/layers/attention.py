@@ -92,7 +92,9 @@ def attention_core(
 
 # One compiled function serves every call; XLA compiles once per input shape,
 # and relaxed tracing keeps eager callers from re-tracing the Python for each.
-_compiled_attention_core = tf.function(attention_core, jit_compile=True, reduce_retracing=True)
+_compiled_attention_core = tf.function(
+    attention_core, jit_compile=True, reduce_retracing=True, autograph=False
+)
 
 _uncompiled = contextvars.ContextVar("uncompiled_attention", default=False)
 

@@ -105,7 +105,10 @@ class Scorer:
         self.max_length = model.hparams.max_length
         self.widths = bucket_widths(self.max_length)
         self._log_probs = tf.function(
-            self._token_log_probs, input_signature=[_IDS, _IDS], jit_compile=jit_compile
+            self._token_log_probs,
+            input_signature=[_IDS, _IDS],
+            jit_compile=jit_compile,
+            autograph=False,
         )
 
     def score(

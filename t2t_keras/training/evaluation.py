@@ -65,7 +65,7 @@ class Evaluator:
         self.bleu_examples = bleu_examples if self.output_metrics else 0
         self.jit_compile = jit_compile
         self.skip_corrupt = skip_corrupt
-        self._sums = tf.function(self._batch_sums, reduce_retracing=True)
+        self._sums = tf.function(self._batch_sums, reduce_retracing=True, autograph=False)
         self._dataset: tf.data.Dataset | None = None
         self._translator: Translator | None = None
         self._sources: list[str] = []

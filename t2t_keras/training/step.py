@@ -57,8 +57,8 @@ class TrainStep:
         if not optimizer.built:  # Its variables cannot be created inside the step's graph.
             with strategy.scope():
                 optimizer.build(model.trainable_variables)
-        self._micro_batch = tf.function(self._gradients, jit_compile=jit_compile)
-        self._function = tf.function(self._step)
+        self._micro_batch = tf.function(self._gradients, jit_compile=jit_compile, autograph=False)
+        self._function = tf.function(self._step, autograph=False)
 
     def __call__(self, iterator: Any) -> dict[str, tf.Tensor]:
         return self._function(iterator)
