@@ -116,7 +116,7 @@ def _train_pre_norm(root: Path) -> None:
     )
     config = TrainConfig(
         train_steps=80,
-        eval_steps=0,
+        eval_steps=1,  # The end of training evaluates one dev batch, not the whole split.
         eval_every_steps=0,
         eval_bleu_examples=0,
         random_seed=1,
@@ -136,7 +136,7 @@ def _train_pre_norm(root: Path) -> None:
 def _train_tiny(data_dir: Path, output_dir: Path) -> None:
     config = TrainConfig(
         train_steps=TRAINED_STEPS,
-        eval_steps=0,
+        eval_steps=1,  # The end of training evaluates one dev batch, not the whole split.
         eval_every_steps=0,
         eval_bleu_examples=0,
         save_checkpoints_steps=50,

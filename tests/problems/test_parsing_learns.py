@@ -61,7 +61,7 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[keras.Model, Pars
     problem.generate_data(str(root / "data"), str(root / "tmp"))
     config = TrainConfig(
         train_steps=TRAIN_STEPS,
-        eval_steps=0,
+        eval_steps=1,  # The end of training evaluates one dev batch, not the whole split.
         eval_every_steps=0,
         eval_bleu_examples=0,
         save_checkpoints_steps=TRAIN_STEPS,
