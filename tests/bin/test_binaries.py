@@ -8,6 +8,7 @@ bleu and averaging tests.
 
 from __future__ import annotations
 
+import gc
 import json
 import re
 import subprocess
@@ -124,6 +125,15 @@ def test_registry_help_lists_the_catalog() -> None:
     assert result.returncode == 0, result.stderr
     assert "Hparams sets (" in result.stdout
     assert "transformer_base_table3_a1" in result.stdout
+
+
+def test_a_program_run_where_tensorflow_is_loaded_freezes_none_of_its_callers_objects() -> None:
+    # A process of its own freezes what importing TensorFlow made; a caller's objects,
+    # frozen, would never be collected.
+    frozen = gc.get_freeze_count()
+    result = run_in_process("t2t-trainer", "--hparams_set=transformer_tiny", "--hparams_help")
+    assert result.returncode == 0, result.stderr
+    assert gc.get_freeze_count() <= frozen  # Some frozen objects may be freed meanwhile.
 
 
 def test_hparams_help_shows_the_set_with_overrides() -> None:
