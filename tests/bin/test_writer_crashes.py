@@ -285,6 +285,7 @@ def test_trainer_out_of_disk_space_keeps_its_checkpoints(
             "--eval_bleu_examples=0",
             "--random_seed=1",
             "--xla=off",
+            "--distribution_strategy=one_device",  # As the run it goes on from.
         )
     assert_user_error(full, NO_ROOM, "run the same command again")
     assert re.search(r"writing \S+/ckpt-205", full.stderr), full.stderr

@@ -87,11 +87,12 @@ def test_a_fine_tuning_that_goes_on_with_the_parents_optimizer_resumes_as_never_
 ) -> None:
     """With --warm_start_optimizer the steps count on from the parent's; stopped at its
     first step and rerun, it ends bit for bit as a run never stopped (under --deterministic,
-    the rerun skips only the new data's batches it trained on)."""
+    the rerun skips only the new data's batches it trained on). On one device: the
+    fresh fine-tuning above takes the parent's weights into mirrored variables."""
     stopped, straight = tmp_path / "stopped", tmp_path / "straight"
-    optimizer = "--warm_start_optimizer"
+    go_on = "--warm_start_optimizer", "--distribution_strategy=one_device"
     first = TRAINED_STEPS + 1
-    args = _fine_tune(reversed_data, trained_dir, stopped, f"--train_steps={first}", optimizer)
+    args = _fine_tune(reversed_data, trained_dir, stopped, f"--train_steps={first}", *go_on)
     result = run_in_process("t2t-trainer", *args)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "optimizer state and step, from which the schedule goes on" in result.stderr
@@ -101,7 +102,7 @@ def test_a_fine_tuning_that_goes_on_with_the_parents_optimizer_resumes_as_never_
     last = TRAINED_STEPS + 3
     for output_dir in (stopped, straight):  # The same command: a rerun, then a fresh run.
         args = _fine_tune(reversed_data, trained_dir, output_dir, f"--train_steps={last}")
-        result = run_in_process("t2t-trainer", *args, optimizer)
+        result = run_in_process("t2t-trainer", *args, *go_on)
         assert result.returncode == 0, result.stderr[-3000:]
         assert ("resuming from them" in result.stderr) == (output_dir == stopped)
         # The rerun skips the one batch of the new data its first step trained on.
@@ -115,7 +116,7 @@ def test_a_fine_tuning_that_goes_on_with_the_parents_optimizer_resumes_as_never_
     assert max(np.abs(one.get_tensor(n) - parent.get_tensor(n)).max() for n in names) > 0
     too_few = run_in_process(
         "t2t-trainer",
-        *_fine_tune(reversed_data, trained_dir, tmp_path / "few", "--train_steps=100", optimizer),
+        *_fine_tune(reversed_data, trained_dir, tmp_path / "few", "--train_steps=100", *go_on),
     )
     assert_user_error(too_few, f"goes on from the parent's step {TRAINED_STEPS}")
 
