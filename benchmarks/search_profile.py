@@ -1,0 +1,189 @@
+r"""Where the compiled search spends a real file's decoding: each XLA operation, timed.
+
+Loads a trained model as t2t-decoder does (--xla=full) and translates a raw
+source file (default Multi30k's test_2016_flickr) once, which compiles the
+slot search, then --rounds more times under TensorFlow's profiler. XLA's CPU
+runtime runs one operation at a time, each on one of the cores, so the times
+of its operations sum to the search's wall time. This sums each compiled
+operation's time over those rounds and names it by what XLA's optimized
+module says of it (its shape and the TensorFlow op it came from, read from a
+dump of the search's compilation, which this process makes afresh: no XLA
+cache is used), then prints:
+
+- one JSON line per round: sentences/s (under the profiler, a little slower
+  than without), the slot steps the search ran and its compiled shapes;
+- one JSON line per operation kind (matrix products, fused loops, copies,
+  scatters and gathers, the rest): milliseconds per slot step and share;
+- one JSON line for each of the --top operations, then a Markdown table of them.
+
+A slot step advances every slot by one output position (`search.slots`), so
+milliseconds per step compare files, slot counts and model sizes.
+
+    .venv/bin/python benchmarks/search_profile.py --trained_dir=TRAIN/averaged
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from absl import app, flags, logging
+from rounds import markdown_table
+from t2t_commands import machine_facts
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "multi30k"
+# The slot search's compiled function (`SlotLoop.compiled`): its module's name holds this.
+SEARCH_FUNCTION = "run"
+KINDS = (("dot", "matrix products"), ("fusion", "fused loops"), ("copy", "copies"))
+
+flags.DEFINE_string("trained_dir", None, "The training directory (or averaged/) to decode with.")
+flags.DEFINE_string("source", str(SHARED / "test_2016_flickr.en"), "Raw source, one a line.")
+flags.DEFINE_integer("lines", 0, "Decode only the file's first N lines; 0 = all.")
+flags.DEFINE_integer("rounds", 2, "Profiled translations of the file, after the compiling one.")
+flags.DEFINE_integer("top", 25, "Operations listed, the costliest first.")
+flags.DEFINE_string(
+    "decode_hparams", "", "As t2t-decoder's --decode_hparams, e.g. beam_size=4,batch_size=32."
+)
+flags.mark_flag_as_required("trained_dir")
+FLAGS = flags.FLAGS
+
+
+def hlo_operations(dump_dir: Path) -> dict[str, dict[str, str]]:
+    """Each instruction of the search's optimized module: {name: {shape, opcode, op}}."""
+    modules = [
+        path
+        for path in dump_dir.glob("*after_optimizations.txt")
+        if f"_inference_{SEARCH_FUNCTION}_" in path.name
+    ]
+    if not modules:
+        raise SystemExit(f"XLA dumped no module of the search into {dump_dir}.")
+    operations = {}
+    pattern = re.compile(r"\s*(?:ROOT )?%?([\w.\-]+) = (\S+) ([\w\-]+)\(")
+    for line in max(modules, key=lambda path: path.stat().st_mtime).read_text().splitlines():
+        if found := pattern.match(line):
+            name, shape, opcode = found.groups()
+            op = re.search(r'op_name="([^"]+)"', line)
+            operations[name] = {"shape": shape, "opcode": opcode, "op": op.group(1) if op else ""}
+    return operations
+
+
+def operation_seconds(profile_dir: Path, operations: set[str]) -> tuple[Counter, Counter]:
+    """Seconds and executions of each of the search's compiled `operations`, from the
+    profiler's trace (whose other events are whole calls, or XLA's executor)."""
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+    seconds: Counter = Counter()
+    counts: Counter = Counter()
+    for path in profile_dir.glob("**/*.xplane.pb"):
+        space = xplane_pb2.XSpace()
+        space.ParseFromString(path.read_bytes())
+        for plane in space.planes:
+            for line in plane.lines:
+                for event in line.events:
+                    name = plane.event_metadata[event.metadata_id].name
+                    if name in operations:
+                        seconds[name] += event.duration_ps / 1e12
+                        counts[name] += 1
+    return seconds, counts
+
+
+def kind_of(operation: dict[str, str]) -> str:
+    opcode = operation.get("opcode", "")
+    for prefix, kind in KINDS:
+        if opcode.startswith(prefix):
+            return kind
+    if opcode in ("scatter", "gather", "dynamic-update-slice", "dynamic-slice"):
+        return "scatters and gathers"
+    return "the rest"
+
+
+def translate_rounds(lines: list[str], profile_dir: Path) -> list[dict[str, Any]]:
+    """Compiles the search on the file, then translates it --rounds times under the profiler."""
+    import tensorflow as tf
+
+    from t2t_keras import catalog
+    from t2t_keras.run.loading import load_trained
+    from t2t_keras.search.settings import DecodeHParams
+    from t2t_keras.serving.translator import Translator
+
+    catalog.load()
+    trained = load_trained(FLAGS.trained_dir, use_xla=True)
+    settings = DecodeHParams().override(FLAGS.decode_hparams).resolve(trained.hparams)
+    translator = Translator(trained.model, trained.vocabs, settings, jit_compile=True)
+    list(translator.translate(lines))
+    rounds = []
+    tf.profiler.experimental.start(str(profile_dir))
+    for number in range(1, FLAGS.rounds + 1):
+        before, started = translator.search.slot_steps, time.monotonic()
+        list(translator.translate(lines))
+        seconds = time.monotonic() - started
+        rounds.append({
+            "round": number,
+            "sentences_per_s": round(len(lines) / seconds, 1),
+            "slot_steps": translator.search.slot_steps - before,
+            "shapes": translator.search.searched_shapes(),
+        })  # fmt: skip
+    tf.profiler.experimental.stop()
+    return rounds
+
+
+def report(rounds: list[dict[str, Any]], work: Path, machine: dict[str, Any]) -> None:
+    """Prints each operation kind's time per slot step, then the --top operations'."""
+    # Slot steps: each advances the N slots of its shape (N, S, L) one position.
+    slots = max(shape[0] for line in rounds for shape in line["shapes"])
+    steps = sum(line["slot_steps"] for line in rounds) / slots
+    operations = hlo_operations(work / "hlo")
+    seconds, counts = operation_seconds(work / "profile", set(operations))
+    total = sum(seconds.values())
+    by_kind: Counter = Counter()
+    for name, spent in seconds.items():
+        by_kind[kind_of(operations[name])] += spent
+    for kind, spent in by_kind.most_common():
+        line = {"kind": kind, "ms_per_step": round(1e3 * spent / steps, 3)}
+        print(json.dumps({**line, "share": round(spent / total, 3), **machine}))
+    rows = []
+    for name, spent in seconds.most_common(FLAGS.top):
+        row = {
+            "operation": name,
+            "ms_per_step": round(1e3 * spent / steps, 3),
+            "share": round(spent / total, 3),
+            "runs_per_step": round(counts[name] / steps, 2),
+            "shape": operations[name]["shape"],
+            "tensorflow_op": operations[name]["op"],
+        }
+        print(json.dumps({**row, **machine}), flush=True)
+        rows.append(list(row.values()))
+    print(f"\n{total:.2f} s in compiled operations over {steps:.0f} slot steps.\n")
+    print(markdown_table(["operation", "ms/step", "share", "runs/step", "shape", "TF op"], rows))
+
+
+def main(argv: list[str]) -> None:
+    del argv
+    work = Path(tempfile.mkdtemp(prefix="search_profile_"))
+    logging.info("The search's HLO and profile go to %s.", work)
+    # Before TensorFlow loads: dump the search's compilation; compile it here, not from a cache.
+    os.environ["XLA_FLAGS"] = (
+        f"{os.environ.get('XLA_FLAGS', '')} --xla_dump_to={work / 'hlo'} --xla_dump_hlo_as_text"
+    ).strip()
+    kept = os.environ.get("TF_XLA_FLAGS", "").split()
+    os.environ["TF_XLA_FLAGS"] = " ".join(flag for flag in kept if "persistent_cache" not in flag)
+    from t2t_keras.machine import prepare_tensorflow
+
+    prepare_tensorflow()
+    lines = Path(FLAGS.source).read_text(encoding="utf-8").splitlines()
+    lines = lines[: FLAGS.lines] if FLAGS.lines else lines
+    machine = machine_facts()
+    rounds = translate_rounds(lines, work / "profile")
+    for line in rounds:
+        print(json.dumps({**line, **machine}), flush=True)
+    report(rounds, work, machine)
+
+
+if __name__ == "__main__":
+    app.run(main)
