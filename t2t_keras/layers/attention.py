@@ -22,6 +22,7 @@ Three modes, each with one return type:
     chooses which. A beam search that reorders beams need not move the cache:
     it unmasks, for each position, the slot of the row the beam descends
     from (see `masks.beam_step_bias`).
+The two decoding modes run `decoding_core`, the full mode `attention_core`.
 """
 
 from __future__ import annotations
@@ -90,10 +91,38 @@ def attention_core(
     return output, (weights if return_weights else None)
 
 
+def decoding_core(
+    query: tf.Tensor, key: tf.Tensor, value: tf.Tensor, bias: tf.Tensor | None
+) -> tf.Tensor:
+    """`attention_core`'s output for few query rows over many keys (decoding, heads first).
+
+    The scores are computed keys by queries, [B, H, S, T], and the softmax taken
+    over the keys' axis: with T the G beams of a sentence and S its G * L cache
+    positions, XLA's CPU products run that way about a quarter faster
+    (transformer_small_cpu, 5 beams x 91 positions: 3.6 against 4.7 ms a layer).
+
+    Args:
+      query: [B, H, T, K]; key: [B, H, S, K]; value: [B, H, S, V].
+      bias: float32 [B|1, 1|H, T|1, S], or None.
+
+    Returns:
+      [B, H, T, V] in the query's dtype.
+    """
+    depth = tf.cast(tf.shape(query)[-1], query.dtype)
+    scores = tf.cast(tf.einsum("bhsk,bhtk->bhst", key, query * tf.math.rsqrt(depth)), tf.float32)
+    if bias is not None:  # As attention_core's: a fully masked row stays finite.
+        scores += tf.maximum(tf.cast(tf.transpose(bias, [0, 1, 3, 2]), tf.float32), MASKED)
+    weights = tf.nn.softmax(scores, axis=2)
+    return tf.einsum("bhst,bhsv->bhtv", tf.cast(weights, value.dtype), value)
+
+
 # One compiled function serves every call; XLA compiles once per input shape,
 # and relaxed tracing keeps eager callers from re-tracing the Python for each.
 _compiled_attention_core = tf.function(
     attention_core, jit_compile=True, reduce_retracing=True, autograph=False
+)
+_compiled_decoding_core = tf.function(
+    decoding_core, jit_compile=True, reduce_retracing=True, autograph=False
 )
 
 _uncompiled = contextvars.ContextVar("uncompiled_attention", default=False)
@@ -282,9 +311,9 @@ class MultiHeadAttention(keras.layers.Layer):
         G, the query's rows per row of the keys, is 1 outside beam search.
         """
         groups = _dims(heads)[0] // _dims(keys_values["key"])[0]
-        context, _ = self._core(
-            _group_rows(heads, groups), keys_values["key"], keys_values["value"], bias
-        )
+        compiled = self.use_xla and not _uncompiled.get()
+        core = _compiled_decoding_core if compiled else decoding_core
+        context = core(_group_rows(heads, groups), keys_values["key"], keys_values["value"], bias)
         context = _ungroup_rows(context, groups)
         return tf.einsum("bhtv,hvd->btd", context, self._read(self.output_kernel))
 

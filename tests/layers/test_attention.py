@@ -6,7 +6,7 @@ import numpy as np
 import tensorflow as tf
 
 from t2t_keras.layers import MultiHeadAttention, attention_core, counter_hash
-from t2t_keras.layers.attention import _compiled_attention_core, uncompiled_cores
+from t2t_keras.layers.attention import _compiled_attention_core, decoding_core, uncompiled_cores
 from t2t_keras.layers.masks import beam_step_bias, causal_bias, padding_bias
 
 
@@ -41,6 +41,23 @@ def test_core_matches_a_plain_computation() -> None:
     expected = np.exp(scores) / np.exp(scores).sum(-1, keepdims=True)
     np.testing.assert_allclose(weights.numpy(), expected, rtol=1e-5)
     np.testing.assert_allclose(output.numpy(), expected @ v.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_decoding_core_computes_what_the_core_does() -> None:
+    """Keys by queries, as decoding runs it: the same output, bias broadcast as the
+    core's, a fully masked row finite and uniform, also XLA-compiled."""
+    q, k, v = (tf.random.normal(shape) for shape in ([2, 3, 5, 4], [2, 3, 7, 4], [2, 3, 7, 6]))
+    bias = tf.where(tf.random.uniform([2, 1, 5, 7], seed=1) < 0.3, -1e9, 0.0)
+    bias = tf.tensor_scatter_nd_update(bias, [[0, 0, 2]], tf.fill([1, 7], -1e9))
+    for given in (bias, padding_bias(tf.constant([[4, 4, 4, 0, 0, 0, 0], [4] * 7])), None):
+        expected, _ = attention_core(q, k, v, given)
+        np.testing.assert_allclose(decoding_core(q, k, v, given), expected, rtol=1e-5, atol=1e-6)
+        compiled = tf.function(decoding_core, jit_compile=True)(q, k, v, given)
+        np.testing.assert_allclose(compiled, expected, rtol=1e-5, atol=1e-6)
+    uniform = decoding_core(q, k, v, bias)[0, :, 2]  # Every key masked: their mean.
+    np.testing.assert_allclose(uniform, tf.reduce_mean(v[0], axis=1), rtol=1e-5, atol=1e-6)
+    half = [tf.cast(x, tf.float16) for x in (q, k, v, bias)]  # The bias's -1e9 is -inf.
+    assert np.all(np.isfinite(decoding_core(*half).numpy()))
 
 
 def test_xla_and_plain_core_agree() -> None:
