@@ -311,8 +311,7 @@ class MultiHeadAttention(keras.layers.Layer):
         G, the query's rows per row of the keys, is 1 outside beam search.
         """
         groups = _dims(heads)[0] // _dims(keys_values["key"])[0]
-        compiled = self.use_xla and not _uncompiled.get()
-        core = _compiled_decoding_core if compiled else decoding_core
+        core = _compiled_decoding_core if self._compiles_cores() else decoding_core
         context = core(_group_rows(heads, groups), keys_values["key"], keys_values["value"], bias)
         context = _ungroup_rows(context, groups)
         return tf.einsum("bhtv,hvd->btd", context, self._read(self.output_kernel))
@@ -320,9 +319,11 @@ class MultiHeadAttention(keras.layers.Layer):
     @property
     def _core(self) -> Any:
         """The attention core: one XLA-compiled function with use_xla (see `uncompiled_cores`)."""
-        return (
-            _compiled_attention_core if self.use_xla and not _uncompiled.get() else attention_core
-        )
+        return _compiled_attention_core if self._compiles_cores() else attention_core
+
+    def _compiles_cores(self) -> bool:
+        """Whether the cores run XLA-compiled: with use_xla, outside `uncompiled_cores`."""
+        return self.use_xla and not _uncompiled.get()
 
     def _prepare(self, x: tf.Tensor) -> tf.Tensor:
         """What `__call__` does for `call`: build on first use, cast to the compute dtype."""
