@@ -74,13 +74,10 @@ def attention_core(
     """
     layout = "bhtk,bhsk,bhsv,bhtv" if heads_first else "bthk,bshk,bshv,bthv"
     query_layout, key_layout, value_layout, output_layout = layout.split(",")
-    depth = tf.cast(tf.shape(query)[-1], query.dtype)
-    scores = tf.einsum(f"{query_layout},{key_layout}->bhts", query * tf.math.rsqrt(depth), key)
+    scores = tf.einsum(f"{query_layout},{key_layout}->bhts", _scaled(query), key)
     scores = tf.cast(scores, tf.float32)
     if bias is not None:
-        # Keras may have cast the bias to float16, turning MASKED into -inf; a
-        # row with every key masked must stay finite (uniform), not NaN.
-        scores += tf.maximum(tf.cast(bias, tf.float32), MASKED)
+        scores += _finite(bias)
     weights = tf.nn.softmax(scores, axis=-1)
     dropped = weights
     if dropout_rate > 0.0:
@@ -108,12 +105,23 @@ def decoding_core(
     Returns:
       [B, H, T, V] in the query's dtype.
     """
-    depth = tf.cast(tf.shape(query)[-1], query.dtype)
-    scores = tf.cast(tf.einsum("bhsk,bhtk->bhst", key, query * tf.math.rsqrt(depth)), tf.float32)
-    if bias is not None:  # As attention_core's: a fully masked row stays finite.
-        scores += tf.maximum(tf.cast(tf.transpose(bias, [0, 1, 3, 2]), tf.float32), MASKED)
+    scores = tf.cast(tf.einsum("bhsk,bhtk->bhst", key, _scaled(query)), tf.float32)
+    if bias is not None:
+        scores += tf.transpose(_finite(bias), [0, 1, 3, 2])
     weights = tf.nn.softmax(scores, axis=2)
     return tf.einsum("bhst,bhsv->bhtv", tf.cast(weights, value.dtype), value)
+
+
+def _scaled(query: tf.Tensor) -> tf.Tensor:
+    """The queries divided by the square root of their depth."""
+    return query * tf.math.rsqrt(tf.cast(tf.shape(query)[-1], query.dtype))
+
+
+def _finite(bias: tf.Tensor) -> tf.Tensor:
+    """The bias in float32, no lower than MASKED. Keras may have cast it to float16,
+    turning MASKED into -inf; a row with every key masked must stay finite (uniform),
+    not NaN."""
+    return tf.maximum(tf.cast(bias, tf.float32), MASKED)
 
 
 # One compiled function serves every call; XLA compiles once per input shape,
