@@ -1,6 +1,8 @@
 """t2t-decoder end to end: a trained tiny model decodes files, a split and stdin.
 
-The first test runs the installed program; the others call it in-process.
+The first test runs the installed program, its XLA code optimized as users'
+processes compile it (the tests' is not: conftest.py), and checks that the
+tests' decodes the same; the others call it in-process.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from pathlib import Path
 import pytest
 import sacrebleu
 from binaries import assert_user_error, run, run_in_process, script
+from xla_optimization import optimized
 
 from t2t_keras.benchmark.latency import typed_line_latencies
 from t2t_keras.problems.number_words import english, german
@@ -38,9 +41,20 @@ def test_file_decoding_keeps_lines_and_scores_like_sacrebleu(
         f"--attention_plot_dir={tmp_path / 'plots'}",
         "--attention_plot_sentences=2",
         "--decode_hparams=batch_size=4",
+        env=optimized(tmp_path / "xla"),  # As users' processes compile: see conftest.py.
     )
     assert result.returncode == 0, result.stderr
     outputs = (tmp_path / "out.de").read_text(encoding="utf-8").split("\n")
+    unoptimized = run_in_process(
+        "t2t-decoder",
+        f"--output_dir={trained_dir}",
+        f"--decode_from_file={tmp_path / 'in.en'}",
+        f"--decode_to_file={tmp_path / 'unoptimized.de'}",
+        "--decode_hparams=batch_size=4",
+    )
+    assert unoptimized.returncode == 0, unoptimized.stderr
+    assert (tmp_path / "unoptimized.de").read_text(encoding="utf-8").split("\n") == outputs
+    assert any((tmp_path / "xla").iterdir())  # It compiled its own, not the run's kept ones.
     assert outputs[-1] == "" and len(outputs) - 1 == len(sources)
     outputs.pop()
     assert outputs[2] == ""

@@ -1,0 +1,30 @@
+"""How optimized XLA's compiled code is in the tests, and an environment that undoes it.
+
+conftest.py has the run's XLA code compiled without LLVM's optimizations
+(UNOPTIMIZED in XLA_FLAGS, unless XLA_FLAGS sets a level of its own): the
+tests' tiny shapes run as fast either way, and compiling takes a third of the
+time. `optimized` is the environment of a process that compiles as users'
+processes do.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+OPTION = "--xla_backend_optimization_level"
+UNOPTIMIZED = f"{OPTION}=0"
+
+
+def optimized(cache_dir: Path) -> dict[str, str]:
+    """This process's environment with XLA at its default optimization, and TensorFlow's
+    persistent compilation cache in `cache_dir`: the run's cache holds unoptimized code,
+    which TensorFlow's keys (the computation, not the options) would hand it."""
+    xla_flags = " ".join(
+        flag for flag in os.environ.get("XLA_FLAGS", "").split() if not flag.startswith(OPTION)
+    )
+    return {
+        **os.environ,
+        "XLA_FLAGS": xla_flags,
+        "TF_XLA_FLAGS": f"--tf_xla_persistent_cache_directory={cache_dir}",
+    }
