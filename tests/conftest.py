@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 from hypothesis_profiles import CI
-from xla_optimization import OPTION, UNOPTIMIZED
+from xla_optimization import UNOPTIMIZED
 
 # The default, so that a plain `pytest` draws what `make test` draws;
 # --hypothesis-profile, applied after this file is read, overrides it.
@@ -44,6 +44,14 @@ _WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
 if _WORKERS > 1:
     os.environ.setdefault("TF_NUM_INTRAOP_THREADS", str(_threads_per_worker(_WORKERS)))
 
+
+def _add_flag(variable: str, flag: str) -> None:
+    """Appends `flag` (--name=value) to the environment variable, unless it sets --name."""
+    flags = os.environ.get(variable, "")
+    if flag.split("=")[0] not in flags:
+        os.environ[variable] = f"{flags} {flag}".strip()
+
+
 # What the binaries keep in the user's cache (--xla_cache_dir's compiled searches)
 # goes to a folder of this session instead.
 os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="t2t_keras_test_cache_")
@@ -58,11 +66,7 @@ _XLA_CACHE = "T2T_KERAS_TEST_XLA_CACHE"
 _MADE_XLA_CACHE = _XLA_CACHE not in os.environ  # In the controller (or a run without workers).
 if _MADE_XLA_CACHE:
     os.environ[_XLA_CACHE] = tempfile.mkdtemp(prefix="t2t_keras_test_xla_")
-if "--tf_xla_persistent_cache_directory" not in os.environ.get("TF_XLA_FLAGS", ""):
-    os.environ["TF_XLA_FLAGS"] = (
-        f"{os.environ.get('TF_XLA_FLAGS', '')} "
-        f"--tf_xla_persistent_cache_directory={os.environ[_XLA_CACHE]}"
-    ).strip()
+_add_flag("TF_XLA_FLAGS", f"--tf_xla_persistent_cache_directory={os.environ[_XLA_CACHE]}")
 
 # XLA's compiled code unoptimized by LLVM: a run's compilations take about a third
 # of its CPU time at full optimization, and the tests' tiny shapes run as fast
@@ -70,8 +74,7 @@ if "--tf_xla_persistent_cache_directory" not in os.environ.get("TF_XLA_FLAGS", "
 # HLO and its fusions are the same either way; one test runs t2t-decoder
 # optimized, as users do, and checks that it decodes the same
 # (tests/bin/test_t2t_decoder.py). An optimization level set in XLA_FLAGS wins.
-if OPTION not in os.environ.get("XLA_FLAGS", ""):
-    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {UNOPTIMIZED}".strip()
+_add_flag("XLA_FLAGS", UNOPTIMIZED)
 
 from t2t_keras import catalog, registry  # noqa: E402
 from t2t_keras.training import split_cpu  # noqa: E402
