@@ -13,8 +13,8 @@ from t2t_keras.errors import UserError
 
 XLA_MODES = ("off", "attention", "full")
 XLA_HELP = (
-    "XLA compilation. off: none; attention: the attention cores; full: the attention cores "
-    "and every whole function around them: each replica's train step (t2t-trainer) and the "
+    "XLA compilation. off: none; attention: the attention cores and the training loss; full: "
+    "those and every whole function around them: each replica's train step (t2t-trainer) and the "
     "beam or greedy search, encoder included (t2t-decoder, t2t-exporter, and the trainer's "
     "dev BLEU). The default is full where a model decodes (the compiled search is the fast "
     "path) and attention in training (compiling the whole step takes long and not every "
@@ -56,7 +56,7 @@ class Xla:
 
     @property
     def compiles_attention(self) -> bool:
-        """Each attention core is one XLA-compiled function."""
+        """Each attention core is one XLA-compiled function, and so is the training loss."""
         return self.mode != "off"
 
     @property

@@ -32,6 +32,8 @@ class TrainStep:
         batch_size.
       strategy: the strategy the model's variables belong to.
       jit_compile: XLA-compile each replica's forward and backward pass.
+      compile_loss: XLA-compile the loss and its gradient (`--xla=attention`),
+        about twice as fast on a CPU as TensorFlow's kernels.
 
     The metrics, reduced over replicas: "loss" (label-smoothed cross-entropy
     per target token), "grad_norm" (of the global gradient, before clipping),
@@ -45,6 +47,7 @@ class TrainStep:
         hparams: TransformerHParams,
         strategy: tf.distribute.Strategy,
         jit_compile: bool = False,
+        compile_loss: bool = False,
     ) -> None:
         self.model = model
         self.optimizer = optimizer
@@ -53,6 +56,7 @@ class TrainStep:
         self.accumulation = hparams.gradient_accumulation_steps
         self.clip_norm = hparams.clip_gradient_norm
         self.token_budget = float(hparams.batch_size)
+        self.compile_loss = compile_loss
         self.loss_scaled = isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
         if not optimizer.built:  # Its variables cannot be created inside the step's graph.
             with strategy.scope():
@@ -89,7 +93,7 @@ class TrainStep:
         with tf.GradientTape() as tape:
             logits = self.model(batch, training=True)
             loss_sum, target_tokens = smoothed_cross_entropy_sum(
-                logits, batch["targets"], self.label_smoothing
+                logits, batch["targets"], self.label_smoothing, self.compile_loss
             )
             # Divided by a constant about the tokens per micro-batch, so gradients have
             # a per-token size (float16 would overflow on sums); _apply undoes it.

@@ -330,7 +330,12 @@ def build_train_step(
         if config.mixed_precision == "fp16":
             optimizer = keras.optimizers.LossScaleOptimizer(optimizer, name="loss_scale")
         return TrainStep(
-            model, optimizer, hparams, strategy, jit_compile=_full_xla(config, strategy)
+            model,
+            optimizer,
+            hparams,
+            strategy,
+            jit_compile=_full_xla(config, strategy),
+            compile_loss=config.xla_mode.compiles_attention,
         )
 
 

@@ -31,6 +31,41 @@ def test_smoothed_cross_entropy_sum(smoothing: float) -> None:
     assert float(loss) == pytest.approx(_reference(smoothing), rel=1e-6)
 
 
+def _reference_gradient(smoothing: float) -> np.ndarray:
+    """d loss / d logits: softmax less the smoothed targets at real tokens, 0 at PAD."""
+    softmax = np.exp(LOGITS) / np.exp(LOGITS).sum(-1, keepdims=True)
+    wanted = np.full(LOGITS.shape, smoothing / 3, np.float32)
+    gradient = np.zeros_like(LOGITS)
+    for t, target in enumerate(TARGETS[0][:2]):
+        wanted[0, t, target] = 1.0 - smoothing
+        gradient[0, t] = softmax[0, t] - wanted[0, t]
+    return gradient
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+@pytest.mark.parametrize("smoothing", [0.0, 0.1])
+def test_gradient_is_softmax_less_smoothed_targets(smoothing: float, compiled: bool) -> None:
+    logits = tf.constant(LOGITS)
+    with tf.GradientTape() as tape:
+        tape.watch(logits)
+        loss, _ = smoothed_cross_entropy_sum(logits, TARGETS, smoothing, compiled)
+    assert float(loss) == pytest.approx(_reference(smoothing), rel=1e-6)
+    gradient = tape.gradient(loss, logits).numpy()
+    np.testing.assert_allclose(gradient, _reference_gradient(smoothing), atol=1e-6)
+
+
+def test_gradient_flows_through_bfloat16_logits() -> None:
+    logits = tf.constant(LOGITS, tf.bfloat16)
+    with tf.GradientTape() as tape:
+        tape.watch(logits)
+        loss, _ = smoothed_cross_entropy_sum(logits, TARGETS, 0.1)
+    gradient = tape.gradient(loss, logits)
+    assert gradient.dtype == tf.bfloat16
+    np.testing.assert_allclose(
+        gradient.numpy().astype(np.float32), _reference_gradient(0.1), atol=1e-2
+    )
+
+
 def test_no_smoothing_is_sparse_cross_entropy() -> None:
     loss, _ = smoothed_cross_entropy_sum(tf.constant(LOGITS), TARGETS, 0.0)
     per_token = tf.nn.sparse_softmax_cross_entropy_with_logits(TARGETS[:, :2], LOGITS[:, :2])
