@@ -27,6 +27,7 @@ from t2t_keras.errors import UserError
 from t2t_keras.export.ctranslate2_export import export_ctranslate2, read_info, search_defaults
 from t2t_keras.export.ctranslate2_runtime import CTranslate2Translator
 from t2t_keras.export.ctranslate2_spec import UnsupportedModel
+from t2t_keras.machine import read_cpu
 from t2t_keras.models.transformer import Transformer
 from t2t_keras.problems.number_words import english
 from t2t_keras.run.loading import TrainedModel, load_trained
@@ -265,9 +266,12 @@ def test_int8_export_keeps_the_quality(
     trained: TrainedModel, export_dir: str, number_words_data: Path, tmp_path: Path
 ) -> None:
     # All 500 test sentences: int8 rounding flips a few outputs of this small
-    # model either way (3 of 500 here; which ones depends on the CPU's int8
-    # kernels), so on 50 sentences one or two flips decided the test. A broken
-    # quantization loses far more than 3 points.
+    # model either way (3 of 500 on an AVX-512 EPYC; which ones depends on the
+    # CPU's int8 kernels), so on 50 sentences one or two flips decided the test.
+    # Without VNNI, x86's int8 kernels add pairs of byte products into 16-bit
+    # sums that can saturate (vpmaddubsw), and more flip: on a Zen 3 EPYC (AVX2
+    # only) 80.8 against float32's 85.0 in one run, 85.2 against 86.2 in
+    # another. A broken quantization loses far more.
     int8_dir = export_ctranslate2(
         trained, str(tmp_path / "int8"), DecodeHParams().resolve(trained.hparams).search, "int8"
     )
@@ -281,8 +285,9 @@ def test_int8_export_keeps_the_quality(
     fp32 = CTranslate2Translator(export_dir, settings).translate(sources)
     int8 = CTranslate2Translator(int8_dir, settings).translate(sources)
     assert exact_match(fp32, references) > 50.0
-    assert exact_match(int8, references) >= exact_match(fp32, references) - 3.0
-    assert char_bleu(int8, references) >= char_bleu(fp32, references) - 1.0
+    vnni = bool(read_cpu().flags & {"avx512_vnni", "avx_vnni", "amx_int8"})
+    assert exact_match(int8, references) >= exact_match(fp32, references) - (3.0 if vnni else 8.0)
+    assert char_bleu(int8, references) >= char_bleu(fp32, references) - (1.0 if vnni else 3.0)
 
 
 def test_heads_narrower_than_d_model_over_heads_export(

@@ -16,14 +16,17 @@ def test_mixed_bfloat16_projects_in_bfloat16_to_float32_logits() -> None:
     layer = ScaledEmbedding(64, 16, initializer_stddev=0.5, dtype="mixed_bfloat16")
     layer.build()
     hidden = tf.random.stateless_normal([2, 3, 16], seed=[1, 2])
-    logits = layer.project(hidden)
-    assert logits.dtype == tf.float32
-    table = layer.embeddings.numpy()
-    # The product of the bfloat16-rounded operands, rounded to bfloat16: not float32's.
-    expected = _bfloat16(_bfloat16(hidden.numpy()) @ _bfloat16(table).T)
-    np.testing.assert_allclose(logits.numpy(), expected, rtol=1e-2, atol=1e-2)
-    exact = hidden.numpy() @ table.T
-    assert np.abs(logits.numpy() - exact).max() > 1e-4
+    logits = layer.project(hidden).numpy()
+    assert logits.dtype == np.float32
+    # A bfloat16 product's output: every logit is a bfloat16 value, which a
+    # float32 product's would not be. How the sums are accumulated is the
+    # CPU's kernel's (on AVX2 emulated, up to 6 bfloat16 steps from the
+    # rounded float32 sum), so the values are checked against the exact
+    # product at bfloat16's tolerance only.
+    np.testing.assert_array_equal(logits, _bfloat16(logits))
+    exact = hidden.numpy() @ layer.embeddings.numpy().T
+    np.testing.assert_allclose(logits, exact, rtol=3e-2, atol=0.1)
+    assert np.abs(logits - exact).max() > 1e-4
 
 
 def test_float32_projects_exactly() -> None:
