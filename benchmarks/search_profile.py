@@ -19,7 +19,14 @@ cache is used), then prints:
 A slot step advances every slot by one output position (`search.slots`), so
 milliseconds per step compare files, slot counts and model sizes.
 
+With --fixed_shapes it profiles instead the search that `t2t-benchmark
+--mode=decode` and `benchmarks/peers.py` time: random weights of
+--hparams_set (vocabulary 8,000), one batch of --decode_batch inputs of
+--src_length tokens searched to exactly --fixed_output_length tokens, no
+trained model needed; its steps are the search's output positions.
+
     .venv/bin/python benchmarks/search_profile.py --trained_dir=TRAIN/averaged
+    .venv/bin/python benchmarks/search_profile.py --fixed_shapes  # transformer_base, beam 4, 32 x 30
 """
 
 from __future__ import annotations
@@ -38,11 +45,19 @@ from rounds import markdown_table
 from t2t_commands import machine_facts
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "multi30k"
-# The slot search's compiled function (`SlotLoop.compiled`): its module's name holds this.
-SEARCH_FUNCTION = "run"
+# The compiled functions' names, which their modules' names hold: the slot search's
+# (`SlotLoop.compiled`) and the batch search's of --fixed_shapes (`Decoder`).
+SLOT_SEARCH_FUNCTION = "run"
+BATCH_SEARCH_FUNCTION = "_search_ids"
 KINDS = (("dot", "matrix products"), ("fusion", "fused loops"), ("copy", "copies"))
 
 flags.DEFINE_string("trained_dir", None, "The training directory (or averaged/) to decode with.")
+flags.DEFINE_bool("fixed_shapes", False, "Profile t2t-benchmark --mode=decode's search instead.")
+flags.DEFINE_string("hparams_set", "transformer_base", "--fixed_shapes: the model's hparams set.")
+flags.DEFINE_integer("beam_size", 4, "--fixed_shapes: hypotheses per sentence.", 1)
+flags.DEFINE_integer("decode_batch", 32, "--fixed_shapes: sentences searched together.", 1)
+flags.DEFINE_integer("src_length", 30, "--fixed_shapes: tokens per input, EOS included.", 2)
+flags.DEFINE_integer("fixed_output_length", 30, "--fixed_shapes: tokens of every output.", 1)
 flags.DEFINE_string("source", str(SHARED / "test_2016_flickr.en"), "Raw source, one a line.")
 flags.DEFINE_integer("lines", 0, "Decode only the file's first N lines; 0 = all.")
 flags.DEFINE_integer("rounds", 2, "Profiled translations of the file, after the compiling one.")
@@ -50,16 +65,20 @@ flags.DEFINE_integer("top", 25, "Operations listed, the costliest first.")
 flags.DEFINE_string(
     "decode_hparams", "", "As t2t-decoder's --decode_hparams, e.g. beam_size=4,batch_size=32."
 )
-flags.mark_flag_as_required("trained_dir")
+flags.register_multi_flags_validator(
+    ["trained_dir", "fixed_shapes"],
+    lambda values: bool(values["trained_dir"]) != values["fixed_shapes"],
+    "Give --trained_dir (a real file's decoding) or --fixed_shapes (t2t-benchmark's), not both.",
+)
 FLAGS = flags.FLAGS
 
 
-def hlo_operations(dump_dir: Path) -> dict[str, dict[str, str]]:
+def hlo_operations(dump_dir: Path, function: str) -> dict[str, dict[str, str]]:
     """Each instruction of the search's optimized module: {name: {shape, opcode, op}}."""
     modules = [
         path
         for path in dump_dir.glob("*after_optimizations.txt")
-        if f"_inference_{SEARCH_FUNCTION}_" in path.name
+        if f"_inference_{function}_" in path.name
     ]
     if not modules:
         raise SystemExit(f"XLA dumped no module of the search into {dump_dir}.")
@@ -133,12 +152,52 @@ def translate_rounds(lines: list[str], profile_dir: Path) -> list[dict[str, Any]
     return rounds
 
 
-def report(rounds: list[dict[str, Any]], work: Path, machine: dict[str, Any]) -> None:
-    """Prints each operation kind's time per slot step, then the --top operations'."""
-    # Slot steps: each advances the N slots of its shape (N, S, L) one position.
+def fixed_shape_rounds(profile_dir: Path) -> list[dict[str, Any]]:
+    """Compiles t2t-benchmark's search, then runs its batch --rounds times under the profiler."""
+    import tensorflow as tf
+
+    from t2t_keras import catalog, registry
+    from t2t_keras.benchmark.measure import fixed_length_decoder, random_ids
+
+    catalog.load()
+    hparams = registry.hparams(FLAGS.hparams_set)
+    if not hparams.vocab_size:
+        hparams = hparams.override("vocab_size=8000")  # As t2t-benchmark's default.
+    decoder = fixed_length_decoder(
+        hparams, "full", "off", FLAGS.beam_size, FLAGS.src_length, FLAGS.fixed_output_length
+    )
+    inputs = random_ids(FLAGS.decode_batch, FLAGS.src_length, hparams.vocab_size, seed=3)
+    decoder(inputs)[0].numpy()
+    rounds = []
+    tf.profiler.experimental.start(str(profile_dir))
+    for number in range(1, FLAGS.rounds + 1):
+        started = time.monotonic()
+        decoder(inputs)[0].numpy()
+        seconds = time.monotonic() - started
+        rounds.append({
+            "round": number,
+            "sentences_per_s": round(FLAGS.decode_batch / seconds, 1),
+            # Every output position, and the EOS after the last.
+            "steps": FLAGS.fixed_output_length + 1,
+        })  # fmt: skip
+    tf.profiler.experimental.stop()
+    return rounds
+
+
+def searched_steps(rounds: list[dict[str, Any]]) -> float:
+    """The steps the profiled rounds ran: output positions, or slot steps (each advances
+    the N slots of its shape (N, S, L) one position)."""
+    if FLAGS.fixed_shapes:
+        return sum(line["steps"] for line in rounds)
     slots = max(shape[0] for line in rounds for shape in line["shapes"])
-    steps = sum(line["slot_steps"] for line in rounds) / slots
-    operations = hlo_operations(work / "hlo")
+    return sum(line["slot_steps"] for line in rounds) / slots
+
+
+def report(rounds: list[dict[str, Any]], work: Path, machine: dict[str, Any]) -> None:
+    """Prints each operation kind's time per step, then the --top operations'."""
+    steps = searched_steps(rounds)
+    function = BATCH_SEARCH_FUNCTION if FLAGS.fixed_shapes else SLOT_SEARCH_FUNCTION
+    operations = hlo_operations(work / "hlo", function)
     seconds, counts = operation_seconds(work / "profile", set(operations))
     total = sum(seconds.values())
     by_kind: Counter = Counter()
@@ -159,7 +218,8 @@ def report(rounds: list[dict[str, Any]], work: Path, machine: dict[str, Any]) ->
         }
         print(json.dumps({**row, **machine}), flush=True)
         rows.append(list(row.values()))
-    print(f"\n{total:.2f} s in compiled operations over {steps:.0f} slot steps.\n")
+    unit = "steps" if FLAGS.fixed_shapes else "slot steps"
+    print(f"\n{total:.2f} s in compiled operations over {steps:.0f} {unit}.\n")
     print(markdown_table(["operation", "ms/step", "share", "runs/step", "shape", "TF op"], rows))
 
 
@@ -176,10 +236,13 @@ def main(argv: list[str]) -> None:
     from t2t_keras.machine import prepare_tensorflow
 
     prepare_tensorflow()
-    lines = Path(FLAGS.source).read_text(encoding="utf-8").splitlines()
-    lines = lines[: FLAGS.lines] if FLAGS.lines else lines
     machine = machine_facts()
-    rounds = translate_rounds(lines, work / "profile")
+    if FLAGS.fixed_shapes:
+        rounds = fixed_shape_rounds(work / "profile")
+    else:
+        lines = Path(FLAGS.source).read_text(encoding="utf-8").splitlines()
+        lines = lines[: FLAGS.lines] if FLAGS.lines else lines
+        rounds = translate_rounds(lines, work / "profile")
     for line in rounds:
         print(json.dumps({**line, **machine}), flush=True)
     report(rounds, work, machine)

@@ -171,20 +171,7 @@ def decode(
     EOS is barred until output_length tokens (min_length), and the search may
     not go further (extra_length), so runs with other weights compare.
     """
-    if output_length < source_length:
-        raise ValueError(
-            f"--fixed_output_length={output_length} is below --src_length={source_length}: "
-            "outputs may be at most input length + extra_length tokens, and extra_length "
-            "cannot be negative; give a fixed output length of at least the source length."
-        )
-    compiled = Xla(xla)
-    model = build_model(
-        "transformer", hparams, use_xla=compiled.compiles_attention, dtype=POLICIES[precision]
-    )
-    settings = DecodeHParams(
-        beam_size=beam_size, extra_length=output_length - source_length, min_length=output_length
-    ).resolve(hparams)
-    decoder = Decoder(model, settings.search, jit_compile=compiled.compiles_whole_search)
+    decoder = fixed_length_decoder(hparams, xla, precision, beam_size, source_length, output_length)
     inputs = random_ids(decode_batch, source_length, hparams.vocab_size, seed=3)
     seconds = time_runs(lambda: decoder(inputs)[0].numpy(), warmup_steps, steps)
     work = flops.decode_flops(hparams, decode_batch, source_length, output_length, beam_size)
@@ -199,6 +186,32 @@ def decode(
         "xla": xla,
         "precision": _precision_name(precision),
     }
+
+
+def fixed_length_decoder(
+    hparams: TransformerHParams,
+    xla: str,
+    precision: str,
+    beam_size: int,
+    source_length: int,
+    output_length: int,
+) -> Decoder:
+    """The search of `decode`: a model of random weights, every hypothesis output_length
+    tokens long for inputs of source_length."""
+    if output_length < source_length:
+        raise ValueError(
+            f"--fixed_output_length={output_length} is below --src_length={source_length}: "
+            "outputs may be at most input length + extra_length tokens, and extra_length "
+            "cannot be negative; give a fixed output length of at least the source length."
+        )
+    compiled = Xla(xla)
+    model = build_model(
+        "transformer", hparams, use_xla=compiled.compiles_attention, dtype=POLICIES[precision]
+    )
+    settings = DecodeHParams(
+        beam_size=beam_size, extra_length=output_length - source_length, min_length=output_length
+    ).resolve(hparams)
+    return Decoder(model, settings.search, jit_compile=compiled.compiles_whole_search)
 
 
 def _rates(
