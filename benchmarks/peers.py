@@ -60,6 +60,7 @@ from transformers import MarianMTModel
 
 import t2t_keras.hparams  # noqa: F401  Registers the hparams sets, without TensorFlow.
 from t2t_keras import registry
+from t2t_keras.benchmark import with_vocabulary
 from t2t_keras.errors import UserError
 from t2t_keras.models.transformer_hparams import TransformerHParams
 
@@ -84,7 +85,6 @@ flags.DEFINE_string("mixed_precision", None, "Passed to t2t-benchmark; its defau
 flags.DEFINE_integer("seed", 1, "Seed of the peers' weights and ids.")
 FLAGS = flags.FLAGS
 
-DEFAULT_VOCAB_SIZE = 8000  # As t2t-benchmark when --hparams leaves vocab_size at 0.
 # The peers' ids follow Marian's convention, which CTranslate2's converter
 # expects: EOS 0, UNK 1, then words, PAD last (also the decoder's start symbol,
 # a zero embedding).
@@ -101,8 +101,7 @@ def resolve_hparams(hparams_set: str, overrides: str) -> TransformerHParams:
         raise app.UsageError(str(error)) from None
     if not isinstance(hparams, TransformerHParams):
         raise app.UsageError(f"--hparams_set={hparams_set} is not a Transformer's hparams set.")
-    if hparams.vocab_size == 0:
-        hparams = hparams.override(f"vocab_size={DEFAULT_VOCAB_SIZE}")
+    hparams = with_vocabulary(hparams)  # As t2t-benchmark's.
     try:
         check_marian_can_copy(hparams)
     except ValueError as error:

@@ -157,12 +157,11 @@ def fixed_shape_rounds(profile_dir: Path) -> list[dict[str, Any]]:
     import tensorflow as tf
 
     from t2t_keras import catalog, registry
+    from t2t_keras.benchmark import with_vocabulary
     from t2t_keras.benchmark.measure import fixed_length_decoder, random_ids
 
     catalog.load()
-    hparams = registry.hparams(FLAGS.hparams_set)
-    if not hparams.vocab_size:
-        hparams = hparams.override("vocab_size=8000")  # As t2t-benchmark's default.
+    hparams = with_vocabulary(registry.hparams(FLAGS.hparams_set))
     decoder = fixed_length_decoder(
         hparams, "full", "off", FLAGS.beam_size, FLAGS.src_length, FLAGS.fixed_output_length
     )

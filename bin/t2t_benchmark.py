@@ -23,6 +23,7 @@ from typing import Any
 from absl import flags
 
 from t2t_keras import machine, modes
+from t2t_keras.benchmark import with_vocabulary
 from t2t_keras.bin import flag_groups, program
 from t2t_keras.errors import UserError
 from t2t_keras.models.transformer_hparams import TransformerHParams
@@ -61,8 +62,6 @@ flags.DEFINE_integer(
 )
 flags.DEFINE_integer("matmul_size", 2048, "Side of the square matrices multiplied.", lower_bound=1)
 
-_DEFAULT_VOCAB_SIZE = 8000  # When --hparams leaves vocab_size at 0 (take the problem's).
-
 
 def main() -> int:
     if flag_groups.start():
@@ -82,8 +81,7 @@ def main() -> int:
     hparams = flag_groups.resolve_hparams()
     if not isinstance(hparams, TransformerHParams):
         raise UserError(f"--hparams_set={FLAGS.hparams_set} is not a Transformer's hparams set.")
-    if hparams.vocab_size == 0:
-        hparams = hparams.override(f"vocab_size={_DEFAULT_VOCAB_SIZE}")
+    hparams = with_vocabulary(hparams)
     # The CPU is split into devices before anything starts TensorFlow's runtime.
     strategy = _strategy() if FLAGS.mode == "train" else None
     precision = _precision()
