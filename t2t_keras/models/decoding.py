@@ -173,6 +173,51 @@ class IncrementalDecoding:
             state["leaves"] = tf.zeros([batch * beam_size], tf.int32)
         return state
 
+    def start_one_row(
+        self, memory: DecodingMemory, beam_size: int
+    ) -> tuple[DecodingState, StepFunction]:
+        """(state, step) of position 0 decoded on one row a sentence, for searches of
+        beam_size rows over `memory` (`encode_for_decoding(inputs, beam_size)`):
+        the cache holds that one position (`first_positions` places it)."""
+        if "words" in memory:  # Each row's sentence's words: one row a sentence here.
+            memory = {**memory, "words": memory["words"][::beam_size]}
+        batch = _dims(memory["bias"])[0]
+        return self.empty_decoding_state(batch, 1, 1), self.decoding_step(memory, 1, 1)
+
+    def first_positions(
+        self, state: DecodingState, first: DecodingState, taken: tf.Tensor, source: tf.Tensor
+    ) -> DecodingState:
+        """`state` (N sentences of K rows) with position 0 of the sentences taken [N]
+        written from sentence source [N] of `first`, a state of one row and one
+        position a sentence after its position 0 (`decoding_step(memory, 1, 1)`):
+        every layer's key and value there go to slot 0 of the sentence's K rows.
+        With the sentence's "ancestors" zeros, every beam reads position 0 from
+        row 0, as if the beams had searched it together; the other slots are
+        written before they are read."""
+        written = dict(state)
+        for i in range(len(self.decoder_layers)):
+            written[f"layer_{i}"] = _first_position(
+                state[f"layer_{i}"], first[f"layer_{i}"], taken, source
+            )
+        return written
+
+
+def _first_position(
+    cache: dict[str, tf.Tensor], first: dict[str, tf.Tensor], taken: tf.Tensor, source: tf.Tensor
+) -> dict[str, tf.Tensor]:
+    """Each of cache's [N, H, K, L, D] with slot 0 of the K rows of the sentences taken
+    [N] set to row source [N] of first's [M, H, 1, 1, D]: a scatter of N * H * K
+    vectors, in place inside the compiled loop."""
+    written = {}
+    for name, tensor in cache.items():
+        sentences, heads, rows = _dims(tensor)[:3]
+        new = tf.gather(first[name][:, :, :, 0], source)  # [N, H, 1, D]
+        slot = tf.where(taken[:, tf.newaxis, tf.newaxis, tf.newaxis], new, tensor[:, :, :, 0])
+        grid = tf.meshgrid(tf.range(sentences), tf.range(heads), tf.range(rows), indexing="ij")
+        indices = tf.stack([*grid, tf.zeros_like(grid[0])], axis=-1)  # [N, H, K, 4]
+        written[name] = tf.tensor_scatter_nd_update(tensor, indices, slot)
+    return written
+
 
 def _follow_parents(
     ancestors: tf.Tensor,

@@ -71,27 +71,53 @@ class Ensemble(tf.Module):
             [m.fresh_decoding_rows(batch, cache_length, beam_size) for m in self.members]
         )
 
+    def start_one_row(
+        self, memory: DecodingMemory, beam_size: int
+    ) -> tuple[DecodingState, StepFunction]:
+        """Each member's first position on one row a sentence, as one step."""
+        starts = [
+            member.start_one_row(own, beam_size)
+            for member, own in zip(self.members, memory["members"], strict=True)
+        ]
+        return _prefixed([state for state, _ in starts]), _mean_step([s for _, s in starts])
+
+    def first_positions(
+        self, state: DecodingState, first: DecodingState, taken: tf.Tensor, source: tf.Tensor
+    ) -> DecodingState:
+        count = len(self.members)
+        return _prefixed([
+            member.first_positions(own, own_first, taken, source)
+            for member, own, own_first in zip(
+                self.members, _split(state, count), _split(first, count), strict=True
+            )
+        ])  # fmt: skip
+
     def decoding_step(
         self, memory: DecodingMemory, cache_length: int | tf.Tensor, beam_size: int = 1
     ) -> StepFunction:
         """Each member's step over its own memory and state; the mean of their
         log-probabilities [B * K, V] float32 as the logits."""
-        steps = [
+        return _mean_step([
             member.decoding_step(own, cache_length, beam_size)
             for member, own in zip(self.members, memory["members"], strict=True)
-        ]
+        ])  # fmt: skip
 
-        def step(
-            state: DecodingState, index: tf.Tensor, ids: tf.Tensor, parents: tf.Tensor | None
-        ) -> tuple[tf.Tensor, DecodingState]:
-            log_probs, new_states = [], []
-            for own_step, own_state in zip(steps, _split(state, len(steps)), strict=True):
-                logits, new_state = own_step(own_state, index, ids, parents)
-                log_probs.append(tf.nn.log_softmax(tf.cast(logits, tf.float32)))
-                new_states.append(new_state)
-            return tf.add_n(log_probs) / len(log_probs), _prefixed(new_states)
 
-        return step
+def _mean_step(steps: Sequence[StepFunction]) -> StepFunction:
+    """One step of the members' `steps`, each over its own state: the mean of their
+    log-probabilities [B * K, V] float32 as the logits."""
+
+    def step(
+        state: DecodingState, index: tf.Tensor, ids: tf.Tensor, parents: tf.Tensor | None
+    ) -> tuple[tf.Tensor, DecodingState]:
+        log_probs, new_states = [], []
+        for own_step, own_state in zip(steps, _split(state, len(steps)), strict=True):
+            logits, new_state = own_step(own_state, index, ids, parents)
+            log_probs.append(tf.nn.log_softmax(tf.cast(logits, tf.float32)))
+            new_states.append(new_state)
+        return tf.add_n(log_probs) / len(log_probs), _prefixed(new_states)
+
+    return step
 
 
 def _prefixed(states: Sequence[DecodingState]) -> DecodingState:

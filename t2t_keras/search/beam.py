@@ -148,6 +148,25 @@ class BeamSearch:
             tree=self.constraint.start(beams) if self.constraint is not None else (),
         )
 
+    def after_first_position(self, one_row: StepFunction, state: Any) -> BeamState:
+        """The search after position 0 with the step run on one row a sentence.
+
+        Until its first token a sentence's K beams are one (the search starts
+        from beam 0 alone), so its first position needs the decoder on one
+        row, not K (CTranslate2 does the same on a CPU). one_row(state, index,
+        ids [B], None) -> (logits [B, V], state) is that step and `state` its
+        state before it; the state returned holds the one-row step's state,
+        which the caller places into its K rows' (`first_positions`), and
+        parents that are the search's own rows.
+        """
+        beams = self.beams
+
+        def step(model_state: Any, index: tf.Tensor, ids: tf.Tensor, _: Any) -> tuple:
+            logits, model_state = one_row(model_state, index, ids[::beams], None)
+            return tf.repeat(logits, beams, axis=0), model_state
+
+        return dataclasses.replace(self, step=step).advance(self.start(state))
+
     def results(self, state: BeamState) -> tuple[tf.Tensor, tf.Tensor]:
         """(ids [B, N, L], scores [B, N]): the N best finished hypotheses, best first."""
         returned = self.num_returned

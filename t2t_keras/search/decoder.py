@@ -11,7 +11,7 @@ from absl import logging
 from t2t_keras.data.ids import EOS_ID, PAD_ID
 from t2t_keras.data.tree_tokens import TreeTokens
 from t2t_keras.models.transformer import Transformer
-from t2t_keras.search.beam import beam_search
+from t2t_keras.search.beam import BeamSearch
 from t2t_keras.search.greedy import greedy_search
 from t2t_keras.search.sampling import Sampler, best_first
 from t2t_keras.search.settings import SearchSettings
@@ -155,33 +155,55 @@ class Decoder(ModelSearch):
         settings = self.settings
         decode_length, max_lengths = decode_limits(inputs, settings.extra_length, self.max_length)
         min_lengths = minimum_lengths(inputs, settings.min_length, max_lengths)
-        state, step = self.model.start_decoding(inputs, decode_length, settings.beam_size)
         constraint = self.constraint(inputs, max_lengths)
-        if settings.is_greedy:  # The same search, cheaper.
-            return greedy_search(
-                step,
-                state,
-                decode_length,
-                max_lengths,
-                settings.alpha,
-                min_lengths,
-                settings.length_penalty,
-                constraint,
-                self.sampler,
-            )
-        return beam_search(
+        if not settings.is_greedy:
+            return self._beam_search(inputs, decode_length, max_lengths, min_lengths, constraint)
+        state, step = self.model.start_decoding(inputs, decode_length, 1)
+        return greedy_search(
             step,
             state,
-            settings.beam_size,
             decode_length,
             max_lengths,
             settings.alpha,
-            settings.num_returned,
             min_lengths,
-            settings.stopping,
             settings.length_penalty,
             constraint,
+            self.sampler,
         )
+
+    def _beam_search(
+        self,
+        inputs: tf.Tensor,
+        decode_length: int | tf.Tensor,
+        max_lengths: tf.Tensor,
+        min_lengths: tf.Tensor,
+        constraint: TreeConstraint | None,
+    ) -> tuple[tf.Tensor, tf.Tensor]:
+        """Beam search of inputs [B, S], its first position on one row a sentence
+        (`BeamSearch.after_first_position`), then the K beams of each."""
+        settings, model = self.settings, self.model
+        beams = settings.beam_size
+        memory = model.encode_for_decoding(inputs, beams)
+        search = BeamSearch(
+            model.decoding_step(memory, decode_length, beams), beams, decode_length,
+            max_lengths, min_lengths, settings.alpha, settings.length_penalty,
+            settings.stopping, settings.num_returned, constraint,
+        )  # fmt: skip
+        one_row_state, one_row = model.start_one_row(memory, beams)
+        first = search.after_first_position(one_row, one_row_state)
+        batch = search.batch
+        everyone = tf.ones([batch], tf.bool)
+        state = model.first_positions(
+            model.empty_decoding_state(batch, decode_length, beams),
+            first.model_state,
+            everyone,
+            tf.range(batch),
+        )
+        first = first._replace(model_state=state, parents=tf.repeat(tf.range(batch) * beams, beams))
+        (final,) = tf.while_loop(
+            search.keep_going, lambda beams: (search.advance(beams),), (first,)
+        )
+        return search.results(final)
 
 
 def decode_limits(

@@ -27,11 +27,23 @@ import tensorflow as tf
 from t2t_keras.data.tree_tokens import TreeTokens
 from t2t_keras.models.decoding import DecodingMemory, StepFunction
 from t2t_keras.models.transformer import Transformer
-from t2t_keras.search.beam import BeamSearch
+from t2t_keras.search.beam import BeamSearch, BeamState
 from t2t_keras.search.decoder import ModelSearch, decode_limits, minimum_lengths
 from t2t_keras.search.greedy import GreedySearch
 from t2t_keras.search.rules import NEG_INF
 from t2t_keras.search.settings import SearchSettings
+
+# What a beam search taken from `SlotLoop._first_step` holds of its sentence's first
+# position; its parents and its model state are the slots' own.
+_SEARCHED_FIRST = (
+    "index",
+    "alive_ids",
+    "alive_log_probs",
+    "finished_ids",
+    "finished_scores",
+    "done",
+    "tree",
+)
 
 
 class Slots(NamedTuple):
@@ -144,7 +156,7 @@ class SlotLoop(ModelSearch):
         Returns:
           (the slots, the sentences finished).
         """
-        pending = self._pending(block, numbers)
+        pending = self._pending(block, numbers, self._length(slots))
         total = _rows(slots.sentence) + _rows(numbers)
         ids, scores = self._no_results(slots, total + 1)
         finished = Finished(
@@ -193,10 +205,11 @@ class SlotLoop(ModelSearch):
             tf.fill(tf.concat([[rows], tf.shape(scores)[1:]], 0), NEG_INF),
         )
 
-    def _pending(self, block: tf.Tensor, numbers: tf.Tensor) -> Slots:
-        """The block's sentences as slots of their own, to be copied from."""
+    def _pending(self, block: tf.Tensor, numbers: tf.Tensor, length: int | tf.Tensor) -> Slots:
+        """The block's sentences as slots of their own, to be copied from; under beam
+        search, with their first position searched (`_first_step`)."""
         _, max_lengths = decode_limits(block, self.settings.extra_length, self.max_length)
-        return Slots(
+        pending = Slots(
             search=None,
             memory=self.model.encode_for_decoding(block, self.beams),
             inputs=block,
@@ -204,6 +217,18 @@ class SlotLoop(ModelSearch):
             min_lengths=minimum_lengths(block, self.settings.min_length, max_lengths),
             sentence=numbers,
         )
+        if self.beams == 1:  # Greedy search has nothing to gain: it starts at position 0.
+            return pending
+        return pending._replace(search=self._first_step(pending, length))
+
+    def _first_step(self, pending: Slots, length: int | tf.Tensor) -> BeamState:
+        """The waiting sentences' beam searches after their first position, run on one
+        row a sentence (`BeamSearch.after_first_position`): a slot taking one
+        starts at position 1, saving a step of K rows for one of one row here."""
+        state, one_row = self.model.start_one_row(pending.memory, self.beams)
+        search = self.search(pending, None, length)
+        assert isinstance(search, BeamSearch)
+        return search.after_first_position(one_row, state)
 
     def _refill(
         self, slots: Slots, pending: Slots, placed: tf.Tensor, count: tf.Tensor
@@ -224,20 +249,52 @@ class SlotLoop(ModelSearch):
                     for name in ("memory", "inputs", "max_lengths", "min_lengths", "sentence")
                 }
             )
-            model_state = {
-                **slots.search.model_state,
-                **self.model.fresh_decoding_rows(_rows(taken), self._length(slots), self.beams),
-            }
-            fresh = self.search(refilled, None).start(model_state)
-            search = tf.nest.map_structure(
-                lambda old, new: old if new is old else _where_rows(taken, new, old),
-                slots.search,
-                fresh,
-            )
-            return refilled._replace(search=search)
+            return refilled._replace(search=self._started(slots, refilled, pending, taken, source))
 
         slots = tf.cond(tf.reduce_any(taken), refill, lambda: slots)
+        if pending.search is not None:  # Outside the cond: XLA writes the caches in place.
+            search = slots.search
+            model_state = self.model.first_positions(
+                search.model_state, pending.search.model_state, taken, source
+            )
+            slots = slots._replace(search=search._replace(model_state=model_state))
         return slots, placed + tf.reduce_sum(tf.cast(taken, tf.int32))
+
+    def _started(
+        self, slots: Slots, refilled: Slots, pending: Slots, taken: tf.Tensor, source: tf.Tensor
+    ) -> Any:
+        """The slots' search with each slot taken [N] starting sentence source [N] of
+        pending: at position 0 (greedy search), or after it (`_first_step`)."""
+        old = slots.search
+        length = self._length(slots)
+        fresh_rows = self.model.fresh_decoding_rows(_rows(taken), length, self.beams)
+        model_state = {
+            **old.model_state,
+            **{
+                name: _where_rows(taken, rows, old.model_state[name])
+                for name, rows in fresh_rows.items()
+            },
+        }
+        first = pending.search
+        if first is None:
+            fresh = self.search(refilled, None).start(model_state)
+            return tf.nest.map_structure(
+                lambda old, new: old if new is old else _where_rows(taken, new, old), old, fresh
+            )
+
+        def take(old: tf.Tensor, new: tf.Tensor) -> tf.Tensor:
+            return _take_rows(taken, source, new, old)
+
+        beams = self.beams
+        own_first_rows = tf.repeat(tf.range(_rows(taken)) * beams, beams)  # Beam 0 of each.
+        return old._replace(
+            **{
+                name: tf.nest.map_structure(take, getattr(old, name), getattr(first, name))
+                for name in _SEARCHED_FIRST
+            },
+            parents=_where_rows(taken, own_first_rows, old.parents),
+            model_state=model_state,  # Position 0 is written after the cond (`_refill`).
+        )
 
     def _collect(
         self, slots: Slots, search: BeamSearch | GreedySearch, finished: Finished

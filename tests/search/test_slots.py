@@ -81,18 +81,26 @@ def test_a_long_tail_is_searched_in_wider_slots_of_its_own(model):
         assert_same(result, (ids.numpy(), scores.numpy()))
 
 
-def step_counts(model, settings, rows: list[list[int]]) -> list[int]:
-    """The steps each row's greedy search takes alone: its tokens, EOS included."""
+def step_counts(model, settings, rows: list[list[int]]) -> tuple[list[int], list[int]]:
+    """(The slot-steps each row's search takes alone, the tokens of its best output
+    with EOS)."""
     alone = SlotSearch(model, settings, jit_compile=False, slots=1)
-    return [len(strip(alone.decode([row])[0][0][0])) for row in rows]
+    counts, tokens = [], []
+    for row in rows:
+        before = alone.busy_steps
+        ((ids, _),) = alone.decode([row])
+        counts.append(alone.busy_steps - before)
+        tokens.append(len(strip(ids[0])))
+    return counts, tokens
 
 
-def test_a_slot_takes_the_next_sentence_the_step_after_its_own_ends(model):
+@pytest.mark.parametrize("beam_size", [1, 3])
+def test_a_slot_takes_the_next_sentence_the_step_after_its_own_ends(model, beam_size: int):
     """Slot-steps equal those of slots refilled at once: each of N slots, in order,
-    takes the next sentence (longest input first) the step after its sentence's EOS."""
-    settings = settings_of(model, 1, extra_length=6)
+    takes the next sentence (longest input first) the step after its sentence ends."""
+    settings = settings_of(model, beam_size, extra_length=6)
     rows = random_rows(LENGTHS)
-    steps = step_counts(model, settings, rows)
+    steps, _ = step_counts(model, settings, rows)
     slots = 3
     search = SlotSearch(model, settings, jit_compile=False, slots=slots)
     search.decode(rows)
@@ -102,6 +110,18 @@ def test_a_slot_takes_the_next_sentence_the_step_after_its_own_ends(model):
         heapq.heappush(free_at, start + steps[index])
     assert search.busy_steps == sum(steps)
     assert search.slot_steps == slots * max(free_at)
+
+
+def test_a_beam_search_takes_its_slot_after_its_first_position(model):
+    """Until its first token a sentence's beams are one: beam search runs that
+    position on one row a sentence as the block is encoded, so a slot holds an
+    output of n tokens and EOS for n steps, where greedy search takes n + 1."""
+    rows = random_rows([3, 5, 6], seed=5)
+    forced = {"extra_length": 3, "min_length": 100}  # Every output at its limit.
+    greedy, beam = (step_counts(model, settings_of(model, k, **forced), rows) for k in (1, 3))
+    limits = [len(row) + 3 + 1 for row in rows]  # Tokens to the limit, then EOS.
+    assert greedy == (limits, limits)
+    assert beam == ([n - 1 for n in limits], limits)
 
 
 def parser_model():
