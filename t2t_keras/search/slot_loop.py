@@ -266,8 +266,13 @@ class SlotLoop(ModelSearch):
         """The slots' search with each slot taken [N] starting sentence source [N] of
         pending: at position 0 (greedy search), or after it (`_first_step`)."""
         old = slots.search
-        length = self._length(slots)
-        fresh_rows = self.model.fresh_decoding_rows(_rows(taken), length, self.beams)
+        fresh_rows = self.model.fresh_decoding_rows(_rows(taken), self._length(slots), self.beams)
+        first = pending.search
+        if first is None:  # Each row taken from a search started afresh.
+            fresh = self.search(refilled, None).start({**old.model_state, **fresh_rows})
+            return tf.nest.map_structure(
+                lambda old, new: old if new is old else _where_rows(taken, new, old), old, fresh
+            )
         model_state = {
             **old.model_state,
             **{
@@ -275,12 +280,6 @@ class SlotLoop(ModelSearch):
                 for name, rows in fresh_rows.items()
             },
         }
-        first = pending.search
-        if first is None:
-            fresh = self.search(refilled, None).start(model_state)
-            return tf.nest.map_structure(
-                lambda old, new: old if new is old else _where_rows(taken, new, old), old, fresh
-            )
 
         def take(old: tf.Tensor, new: tf.Tensor) -> tf.Tensor:
             return _take_rows(taken, source, new, old)
