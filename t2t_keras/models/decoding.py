@@ -244,5 +244,7 @@ def _leaf_words(words: tf.Tensor, leaves: tf.Tensor) -> tf.Tensor:
 
 def _dims(tensor: tf.Tensor) -> list[Any]:
     """The shape, static where known, else dynamic."""
+    if tensor.shape.is_fully_defined():  # Else a graph holds an unused constant.
+        return tensor.shape.as_list()
     dynamic = tf.shape(tensor)
     return [dim if dim is not None else dynamic[i] for i, dim in enumerate(tensor.shape)]

@@ -378,5 +378,7 @@ def _take_rows(taken: tf.Tensor, source: tf.Tensor, new: tf.Tensor, old: tf.Tens
 
 def _shape(tensor: tf.Tensor) -> list[Any]:
     """The shape, static where known, else dynamic."""
+    if tensor.shape.is_fully_defined():  # Else a graph holds an unused constant.
+        return tensor.shape.as_list()
     dynamic = tf.shape(tensor)
     return [dim if dim is not None else dynamic[i] for i, dim in enumerate(tensor.shape)]
