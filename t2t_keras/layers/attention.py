@@ -309,9 +309,7 @@ class MultiHeadAttention(keras.layers.Layer):
         context, weights = self._core(
             query, key, value, bias, rate, seed, return_weights, heads_first=False
         )
-        output_kernel = self._read(self.output_kernel)  # [H, V, D]
-        flat_kernel = tf.reshape(output_kernel, [-1, _dims(output_kernel)[-1]])
-        return _project(_merge_heads(context), flat_kernel), weights
+        return self._output(context), weights
 
     def _query_heads(self, query: tf.Tensor) -> tf.Tensor:
         """[B, T, D] -> the queries [B, H, T, K]."""
@@ -331,7 +329,10 @@ class MultiHeadAttention(keras.layers.Layer):
         groups = _dims(heads)[0] // _dims(keys_values["key"])[0]
         core = _compiled_decoding_core if self._compiles_cores() else decoding_core
         context = core(_group_rows(heads, groups), keys_values["key"], keys_values["value"], bias)
-        context = tf.transpose(_ungroup_rows(context, groups), [0, 2, 1, 3])  # [B * G, T, H, V]
+        return self._output(tf.transpose(_ungroup_rows(context, groups), [0, 2, 1, 3]))
+
+    def _output(self, context: tf.Tensor) -> tf.Tensor:
+        """The heads' context [B, T, H, V] -> [B, T, D], as one [B * T, H * V] product."""
         output_kernel = self._read(self.output_kernel)  # [H, V, D]
         flat_kernel = tf.reshape(output_kernel, [-1, _dims(output_kernel)[-1]])
         return _project(_merge_heads(context), flat_kernel)
