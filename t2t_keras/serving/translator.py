@@ -12,8 +12,10 @@ an empty or whitespace-only one, or one the vocabulary reads as no tokens
 at all (only characters its normalization drops, such as control
 characters or a byte order mark, U+FEFF; these are counted in a logged
 warning). Inputs longer than the model's max_length are cut to it, keeping
-EOS, by `encode_texts`, the one place inputs are cut (the exported
-SavedModel cuts with it too); `Translator.translate` logs how many were.
+EOS: in Python by `cut_to_length`, in the graph (the exported SavedModel,
+t2t-score) by `encode_texts`, which cut alike; `Translator.translate` logs
+how many were. Sentences are encoded in Python (SentencePiece's own
+library), which gives the ids of the graph's tokenizer.
 A lone surrogate (U+D800-U+DFFF, a code point a Python string may hold,
 e.g. from bytes decoded with errors="surrogateescape", but no UTF-8 text
 can) is read as U+FFFD, the replacement character, by `readable_texts`;
@@ -93,15 +95,17 @@ class SentenceTranslator(abc.ABC):
         are read as U+FFFD, uncounted (`translate` counts them).
         """
         rows: list[list[int]] = [[] for _ in sentences]
-        kept = [i for i, sentence in enumerate(sentences) if sentence.strip()]
-        if not kept:
-            return rows, 0
-        # TensorFlow makes no string tensor of a text holding a lone surrogate.
-        texts = tf.constant([_SURROGATES.sub("\ufffd", sentences[i]) for i in kept], tf.string)
-        ids, cut = encode_texts(self.vocabs["inputs"], texts, self.max_length)
-        for i, row in zip(kept, ids.to_list(), strict=True):
-            rows[i] = row if len(row) > 1 else []
-        return rows, int(tf.math.count_nonzero(cut))
+        truncated = 0
+        for i, sentence in enumerate(sentences):
+            if sentence.strip():
+                # SentencePiece takes no text holding a lone surrogate (nor does TensorFlow).
+                row, cut = cut_to_length(
+                    self.vocabs["inputs"].encode(_SURROGATES.sub("\ufffd", sentence)),
+                    self.max_length,
+                )
+                rows[i] = row if len(row) > 1 else []
+                truncated += cut
+        return rows, truncated
 
     def translate(
         self,
@@ -239,10 +243,26 @@ def readable_texts(texts: Sequence[str]) -> list[str]:
     return [text for text, _ in replaced]
 
 
+def cut_to_length(ids: list[int], max_length: int) -> tuple[list[int], bool]:
+    """A sentence's ids as the search's input row: cut to the model's max_length.
+
+    Args:
+      ids: the sentence's ids, without EOS (`Vocabulary.encode`).
+      max_length: the model's longest input; a longer row keeps its first
+        max_length - 1 tokens, then EOS.
+
+    Returns:
+      (the row, ending with EOS; whether it was cut). `encode_texts` does the
+      same in the graph.
+    """
+    return [*ids[: max_length - 1], EOS_ID], len(ids) > max_length - 1
+
+
 def encode_texts(
     vocab: Vocabulary, texts: tf.Tensor, max_length: int
 ) -> tuple[tf.RaggedTensor, tf.Tensor]:
-    """Encodes strings into the search's input rows, cut to the model's max_length.
+    """Encodes strings into the search's input rows, cut to the model's max_length
+    (in the graph, as `cut_to_length` in Python).
 
     Args:
       vocab: the inputs vocabulary.

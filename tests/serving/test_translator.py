@@ -7,7 +7,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import tensorflow as tf
 from decoders import make_decoder
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis_profiles import ci_budget
 
 from t2t_keras.data.ids import EOS_ID
 from t2t_keras.errors import UserError
@@ -15,9 +19,23 @@ from t2t_keras.problems.number_words import english, german
 from t2t_keras.run.loading import TrainedModel, load_trained
 from t2t_keras.search.settings import DecodeHParams
 from t2t_keras.serving.file_decoding import decode_interactive
-from t2t_keras.serving.translator import Translation, Translator
+from t2t_keras.serving.translator import (
+    Translation,
+    Translator,
+    encode_texts,
+    readable_texts,
+)
 
 NUMBERS = [42, 7, 312_005, 999, 18, 61_000, 5, 230]
+# Characters a vocabulary drops, a surrogate, unseen letters, odd spaces.
+HOSTILE = [
+    "\ufeff",
+    "\x00\x07",
+    "\ud800 one",
+    "snow ☃ man",
+    " \u3000 two\t",
+    "\uff26\uff35\uff2c\uff2c",
+]
 
 
 @pytest.fixture(scope="module")
@@ -86,6 +104,32 @@ def test_long_inputs_are_cut_to_max_length_and_counted(
         (translation,) = translator.translate([long])
     assert "1 input(s) longer than max_length=" in caplog.text
     assert translation.texts
+
+
+@ci_budget(20, deadline=None)
+@given(
+    st.lists(
+        st.text(max_size=12) | st.sampled_from([english(n) for n in NUMBERS] + HOSTILE),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_python_encoding_gives_the_graph_rows(trained: TrainedModel, words: list[str]) -> None:
+    """t2t-decoder encodes in Python, a SavedModel in the graph: the same rows and cuts."""
+    translator = Translator(
+        trained.model, trained.vocabs, DecodeHParams(beam_size=1).resolve(trained.hparams)
+    )
+    max_length = 6  # Below most of these sentences' lengths: cut rows are checked too.
+    translator.max_length = max_length
+    sentences = readable_texts([" ".join(words), *words])
+    rows, truncated = translator.encode(sentences)
+    kept = [i for i, sentence in enumerate(sentences) if sentence.strip()]
+    graph_rows, cut = encode_texts(
+        trained.vocabs["inputs"], tf.constant([sentences[i] for i in kept], tf.string), max_length
+    )
+    assert [rows[i] for i in kept] == [row if len(row) > 1 else [] for row in graph_rows.to_list()]
+    assert truncated == int(tf.math.count_nonzero(cut))
+    assert all(not rows[i] for i in range(len(sentences)) if i not in kept)
 
 
 def test_return_beams_gives_every_hypothesis_best_first(trained: TrainedModel) -> None:
