@@ -39,6 +39,7 @@ import tensorflow as tf
 from t2t_keras.layers import counter_hash, initializers
 from t2t_keras.layers.dropout import replica_seed
 from t2t_keras.layers.masks import MASKED
+from t2t_keras.layers.shape_list import shape_list
 
 # {"key": [B, H, S, K], "value": [B, H, S, V]}, or a one-step cache's
 # {"key": [B, H, G, L, K], "value": [B, H, G, L, V]}
@@ -326,7 +327,7 @@ class MultiHeadAttention(keras.layers.Layer):
 
         G, the query's rows per row of the keys, is 1 outside beam search.
         """
-        groups = _dims(heads)[0] // _dims(keys_values["key"])[0]
+        groups = shape_list(heads)[0] // shape_list(keys_values["key"])[0]
         core = _compiled_decoding_core if self._compiles_cores() else decoding_core
         context = core(_group_rows(heads, groups), keys_values["key"], keys_values["value"], bias)
         return self._output(tf.transpose(_ungroup_rows(context, groups), [0, 2, 1, 3]))
@@ -334,7 +335,7 @@ class MultiHeadAttention(keras.layers.Layer):
     def _output(self, context: tf.Tensor) -> tf.Tensor:
         """The heads' context [B, T, H, V] -> [B, T, D], as one [B * T, H * V] product."""
         output_kernel = self._read(self.output_kernel)  # [H, V, D]
-        flat_kernel = tf.reshape(output_kernel, [-1, _dims(output_kernel)[-1]])
+        flat_kernel = tf.reshape(output_kernel, [-1, shape_list(output_kernel)[-1]])
         return _project(_merge_heads(context), flat_kernel)
 
     @property
@@ -374,7 +375,7 @@ def _write_step(cache: KeysValues, step: KeysValues, index: tf.Tensor | int) -> 
     A scatter of B * H * G vectors, which XLA performs in place inside the
     decoding loop: a step costs the same at every position.
     """
-    batch, heads, rows = _dims(cache["key"])[:3]
+    batch, heads, rows = shape_list(cache["key"])[:3]
     grid = tf.meshgrid(tf.range(batch), tf.range(heads), tf.range(rows), indexing="ij")
     own_index = tf.reshape(tf.cast(index, tf.int32), [-1, 1, 1])  # [B|1, 1, 1]
     position = tf.broadcast_to(own_index, [batch, heads, rows])
@@ -382,7 +383,7 @@ def _write_step(cache: KeysValues, step: KeysValues, index: tf.Tensor | int) -> 
     written = {}
     for name in ("key", "value"):
         update = tf.reshape(
-            step[name], [batch, rows, heads, _dims(step[name])[-1]]
+            step[name], [batch, rows, heads, shape_list(step[name])[-1]]
         )  # [B, G, H, K|V]
         update = tf.transpose(update, [0, 2, 1, 3])
         written[name] = tf.tensor_scatter_nd_update(cache[name], indices, update)
@@ -391,20 +392,20 @@ def _write_step(cache: KeysValues, step: KeysValues, index: tf.Tensor | int) -> 
 
 def _project(x: tf.Tensor, kernel: tf.Tensor) -> tf.Tensor:
     """[B, T, D] x [D, ...] -> [B, T, ...] as one [B * T, D] x [D, prod(...)] product."""
-    x_shape, kernel_shape = _dims(x), _dims(kernel)
+    x_shape, kernel_shape = shape_list(x), shape_list(kernel)
     flat = tf.matmul(tf.reshape(x, [-1, x_shape[-1]]), tf.reshape(kernel, [kernel_shape[0], -1]))
     return tf.reshape(flat, [*x_shape[:-1], *kernel_shape[1:]])
 
 
 def _project_each(x: tf.Tensor, kernels: list[tf.Tensor]) -> list[tf.Tensor]:
     """[B, T, D] x each [D, H, K] -> each [B, T, H, K], as one product with the kernels side by side."""
-    shapes = [_dims(kernel) for kernel in kernels]
+    shapes = [shape_list(kernel) for kernel in kernels]
     flat = [
         tf.reshape(kernel, [shape[0], -1]) for kernel, shape in zip(kernels, shapes, strict=True)
     ]
     widths = [shape[1] * shape[2] for shape in shapes]
     projected = tf.split(_project(x, tf.concat(flat, axis=1)), widths, axis=-1)
-    leading = _dims(x)[:-1]
+    leading = shape_list(x)[:-1]
     return [
         tf.reshape(y, [*leading, *shape[1:]]) for y, shape in zip(projected, shapes, strict=True)
     ]
@@ -417,19 +418,19 @@ def _heads_first(x: tf.Tensor) -> tf.Tensor:
 
 def _merge_heads(x: tf.Tensor) -> tf.Tensor:
     """[..., H, K] -> [..., H * K]."""
-    shape = _dims(x)
+    shape = shape_list(x)
     return tf.reshape(x, [*shape[:-2], shape[-2] * shape[-1]])
 
 
 def _merge_rows(cache: tf.Tensor) -> tf.Tensor:
     """[B, H, G, L, K] -> [B, H, G * L, K]: a sentence's slots as one key sequence."""
-    shape = _dims(cache)
+    shape = shape_list(cache)
     return tf.reshape(cache, [shape[0], shape[1], shape[2] * shape[3], shape[4]])
 
 
 def _group_rows(heads: tf.Tensor, groups: int | tf.Tensor) -> tf.Tensor:
     """[B * G, H, T, K] -> [B, H, G * T, K]: a sentence's query rows together."""
-    shape = _dims(heads)
+    shape = shape_list(heads)
     grouped = tf.reshape(heads, [shape[0] // groups, groups, shape[1], shape[2], shape[3]])
     grouped = tf.transpose(grouped, [0, 2, 1, 3, 4])
     return tf.reshape(grouped, [shape[0] // groups, shape[1], groups * shape[2], shape[3]])
@@ -437,15 +438,7 @@ def _group_rows(heads: tf.Tensor, groups: int | tf.Tensor) -> tf.Tensor:
 
 def _ungroup_rows(context: tf.Tensor, groups: int | tf.Tensor) -> tf.Tensor:
     """[B, H, G * T, V] -> [B * G, H, T, V], undoing `_group_rows`."""
-    shape = _dims(context)
+    shape = shape_list(context)
     split = tf.reshape(context, [shape[0], shape[1], groups, shape[2] // groups, shape[3]])
     split = tf.transpose(split, [0, 2, 1, 3, 4])
     return tf.reshape(split, [shape[0] * groups, shape[1], shape[2] // groups, shape[3]])
-
-
-def _dims(tensor: tf.Tensor) -> list[Any]:
-    """The shape, static where known (so graphs keep it), else dynamic."""
-    if tensor.shape.is_fully_defined():  # Else a graph holds an unused constant.
-        return tensor.shape.as_list()
-    dynamic = tf.shape(tensor)
-    return [dim if dim is not None else dynamic[i] for i, dim in enumerate(tensor.shape)]

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import tensorflow as tf
 
 from t2t_keras.layers.masks import beam_step_bias
+from t2t_keras.layers.shape_list import shape_list
 
 # {"layer_i": the self-attention cache of decoder layer i, "ancestors": [B, K, L]
 # int32, the beam whose cache slot holds each position of each beam's history,
@@ -63,7 +64,7 @@ class IncrementalDecoding:
           `encode_for_decoding(inputs)`.
         """
         memory = self.encode_for_decoding(inputs, beam_size)
-        batch = _dims(memory["bias"])[0]
+        batch = shape_list(memory["bias"])[0]
         state = self.empty_decoding_state(batch, cache_length, beam_size)
         return state, self.decoding_step(memory, cache_length, beam_size)
 
@@ -121,7 +122,7 @@ class IncrementalDecoding:
         """
         memory_caches, memory_bias = memory["layers"], memory["bias"]
         words = memory.get("words")
-        batch = _dims(memory_bias)[0]
+        batch = shape_list(memory_bias)[0]
         own_row = tf.range(beam_size)[tf.newaxis, :, tf.newaxis]
 
         def step(
@@ -181,7 +182,7 @@ class IncrementalDecoding:
         the cache holds that one position (`first_positions` places it)."""
         if "words" in memory:  # Each row's sentence's words: one row a sentence here.
             memory = {**memory, "words": memory["words"][::beam_size]}
-        batch = _dims(memory["bias"])[0]
+        batch = shape_list(memory["bias"])[0]
         return self.empty_decoding_state(batch, 1, 1), self.decoding_step(memory, 1, 1)
 
     def first_positions(
@@ -210,7 +211,7 @@ def _first_position(
     vectors, in place inside the compiled loop."""
     written = {}
     for name, tensor in cache.items():
-        sentences, heads, rows = _dims(tensor)[:3]
+        sentences, heads, rows = shape_list(tensor)[:3]
         new = tf.gather(first[name][:, :, :, 0], source)  # [N, H, 1, D]
         slot = tf.where(taken[:, tf.newaxis, tf.newaxis, tf.newaxis], new, tensor[:, :, :, 0])
         grid = tf.meshgrid(tf.range(sentences), tf.range(heads), tf.range(rows), indexing="ij")
@@ -240,11 +241,3 @@ def _leaf_words(words: tf.Tensor, leaves: tf.Tensor) -> tf.Tensor:
     encoding of the word each row writes next (the last row of words past the end)."""
     last = tf.shape(words)[1] - 1
     return tf.gather(words, tf.minimum(leaves, last), batch_dims=1)[:, tf.newaxis]
-
-
-def _dims(tensor: tf.Tensor) -> list[Any]:
-    """The shape, static where known, else dynamic."""
-    if tensor.shape.is_fully_defined():  # Else a graph holds an unused constant.
-        return tensor.shape.as_list()
-    dynamic = tf.shape(tensor)
-    return [dim if dim is not None else dynamic[i] for i, dim in enumerate(tensor.shape)]

@@ -25,6 +25,7 @@ from typing import Any, NamedTuple
 import tensorflow as tf
 
 from t2t_keras.data.tree_tokens import TreeTokens
+from t2t_keras.layers.shape_list import shape_list
 from t2t_keras.models.decoding import DecodingMemory, StepFunction
 from t2t_keras.models.transformer import Transformer
 from t2t_keras.search.beam import BeamSearch, BeamState
@@ -326,7 +327,7 @@ class SlotLoop(ModelSearch):
     def _length(self, slots: Slots) -> int | tf.Tensor:
         """L, the output positions the slots hold (static when known)."""
         ids = slots.search.ids if self.settings.is_greedy else slots.search.alive_ids
-        return _shape(ids)[-1]
+        return shape_list(ids)[-1]
 
     def search(
         self, slots: Slots, step: StepFunction | None, length: int | tf.Tensor | None = None
@@ -364,7 +365,7 @@ def _where_rows(taken: tf.Tensor, new: tf.Tensor, old: tf.Tensor) -> tf.Tensor:
     merged = tf.where(
         taken[:, tf.newaxis], tf.reshape(new, [slots, -1]), tf.reshape(old, [slots, -1])
     )
-    return tf.ensure_shape(tf.reshape(merged, _shape(old)), old.shape)
+    return tf.ensure_shape(tf.reshape(merged, shape_list(old)), old.shape)
 
 
 def _take_rows(taken: tf.Tensor, source: tf.Tensor, new: tf.Tensor, old: tf.Tensor) -> tf.Tensor:
@@ -374,11 +375,3 @@ def _take_rows(taken: tf.Tensor, source: tf.Tensor, new: tf.Tensor, old: tf.Tens
         new, [-1, tf.reduce_prod(tf.shape(old)[1:]) * (_rows(old) // _rows(taken))]
     )
     return _where_rows(taken, tf.gather(sentences, source), old)
-
-
-def _shape(tensor: tf.Tensor) -> list[Any]:
-    """The shape, static where known, else dynamic."""
-    if tensor.shape.is_fully_defined():  # Else a graph holds an unused constant.
-        return tensor.shape.as_list()
-    dynamic = tf.shape(tensor)
-    return [dim if dim is not None else dynamic[i] for i, dim in enumerate(tensor.shape)]
