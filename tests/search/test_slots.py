@@ -66,6 +66,20 @@ def test_a_sentence_decodes_alone_as_among_others(model, beam_size: int, jit_com
         assert_same(found, (ids.numpy(), scores.numpy()))
 
 
+def test_small_empty_slots_are_made_once_and_stay_empty(model):
+    """Lines typed one by one: one search's empty slots are made once for their shape,
+    and each line is searched from empty slots (the same result first and last)."""
+    search = SlotSearch(model, settings_of(model, 4, extra_length=6), slots=1)
+    made = []
+    empty = search.empty
+    search.empty = lambda *shape: made.append(shape) or empty(*shape)
+    one, other = random_rows([5, 3], seed=1)
+    first, _, last = (search.decode([row])[0] for row in (one, other, one))
+    assert len(made) == 1
+    assert_same(last, first)
+    assert_same(last, SlotSearch(model, search.settings, slots=1).decode([one])[0])
+
+
 def test_a_long_tail_is_searched_in_wider_slots_of_its_own(model):
     """One sentence of 30 tokens among 20 of 2 to 5: it goes through slots of its
     width, the others through narrower ones (two shapes), each as the batch search."""
