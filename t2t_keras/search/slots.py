@@ -208,7 +208,8 @@ class SlotSearch(SlotLoop):
         if self._kept_empty is not None and self._kept_empty[0] == shape:
             return self._kept_empty[1]
         slots = self.empty(count, width, length)
-        size = sum(t.shape.num_elements() * t.dtype.size for t in tf.nest.flatten(slots))
+        tensors = [t for t in tf.nest.flatten(slots) if isinstance(t, tf.Tensor)]
+        size = sum(t.shape.num_elements() * t.dtype.size for t in tensors)
         if size <= KEPT_EMPTY_BYTES:
             self._kept_empty = (shape, slots)
         return slots
