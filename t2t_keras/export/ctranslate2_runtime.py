@@ -8,8 +8,8 @@ search settings mean what they mean in `t2t_keras.search.beam`:
   - beam_size, min_length: the same.
   - the longest output, input length + extra_length tokens before EOS (never
     more than max_length - 1): CTranslate2 has one length limit per call, so
-    each batch holds sentences of one input length, and an output that
-    reaches its limit ends there (we add the EOS ours forces there).
+    a batch is decoded in one call per limit among its sentences, and an
+    output that reaches its limit ends there (we add the EOS ours forces there).
   - PAD is never produced (`suppress_sequences`).
   - the length penalty and stopping: both beam searches keep the best
     beams by log-probability alone, take EOS extensions from the first
@@ -46,7 +46,7 @@ often changes the lower beams.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from t2t_keras.data.ids import EOS_ID, UNK_ID
@@ -115,20 +115,6 @@ class CTranslate2Translator(SentenceTranslator):
                 "again with t2t-exporter --export_format=ctranslate2."
             ) from None
 
-    def _batches(self, rows: list[list[int]], order: list[int]) -> Iterator[list[int]]:
-        """`order` in batch_size chunks, each of one output length limit (CTranslate2 has one a call)."""
-        batch: list[int] = []
-        for index in order:
-            if batch and (
-                len(batch) == self.settings.batch_size
-                or self._limit(rows[index]) != self._limit(rows[batch[0]])
-            ):
-                yield batch
-                batch = []
-            batch.append(index)
-        if batch:
-            yield batch
-
     def _limit(self, row: list[int]) -> int:
         """Most tokens before EOS for an input row (`search.decoder.decode_limits`)."""
         return min(len(row) + self.settings.search.extra_length, self.max_length - 1)
@@ -146,12 +132,32 @@ class CTranslate2Translator(SentenceTranslator):
         return super().translate(sentences, report, first)
 
     def _decode_batch(self, rows: list[list[int]], chunk: list[int]) -> list[Translation]:
+        """As every runtime's: one `translate_batch` call per output length limit in chunk.
+
+        CTranslate2 takes one limit a call, and a chunk of the longest-first
+        order may span several: each sentence is decoded under its own, never
+        under a longer neighbour's.
+        """
+        by_limit: dict[int, list[int]] = {}
+        for index in chunk:
+            by_limit.setdefault(self._limit(rows[index]), []).append(index)
+        translations: dict[int, Translation] = {}
+        for limit, indices in by_limit.items():
+            results = self._decode_limited(rows, indices, limit)
+            translations.update(zip(indices, results, strict=True))
+        return [translations[index] for index in chunk]
+
+    def _decode_limited(
+        self, rows: list[list[int]], indices: list[int], limit: int
+    ) -> list[Translation]:
+        """The translations of rows[i] for i in indices, each of at most `limit` tokens before EOS."""
         search = self.settings.search
-        limit = self._limit(rows[chunk[0]])
         results = self.translator.translate_batch(
-            [[self._source_pieces[token] for token in rows[i]] for i in chunk],
+            [[self._source_pieces[token] for token in rows[i]] for i in indices],
             **_search_options(search),
             length_penalty=_NEARLY_ZERO,
+            # CTranslate2 counts every token it generates, EOS included, and stops a
+            # hypothesis after `limit` of them: at most `limit` before EOS, as ours.
             max_decoding_length=limit,
             min_decoding_length=min(search.min_length, limit),
             max_input_length=0,  # Rows are cut to max_length already.

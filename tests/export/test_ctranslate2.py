@@ -305,6 +305,37 @@ def test_heads_narrower_than_d_model_over_heads_export(
     check_teacher_forced(narrow, export_dir, examples[:4])
 
 
+def test_each_sentence_stops_at_its_own_length_limit(
+    trained: TrainedModel, examples: list[tuple[str, str]], tmp_path: Path
+) -> None:
+    # Random weights hardly ever give EOS, so outputs run to their limits: each
+    # its own, min(input length + extra_length, max_length - 1) tokens before
+    # EOS, though one batch holds inputs of many lengths (CTranslate2 takes one
+    # limit a call). max_length=12 cuts the longest inputs and caps their limits.
+    hparams = dataclasses.replace(trained.model.hparams, max_length=12)
+    model = Transformer(hparams, use_xla=False)
+    model.build()
+    degenerate = dataclasses.replace(trained, model=model, hparams=hparams)
+    export_dir = export_ctranslate2(
+        degenerate, str(tmp_path / "export"), DecodeHParams().resolve(hparams).search
+    )
+    sources = [source for source, _ in examples[:20]]
+    # The input row is its ids and EOS; a row cut to max_length is capped anyway.
+    limits = [min(len(trained.vocabs["inputs"].encode(s)) + 1 + 2, 11) for s in sources]
+    assert len(set(limits)) > 3
+    ours, theirs = both_runtimes(degenerate, export_dir, sources, beam_size=1, extra_length=2)
+    lengths = [len(t.ids[0]) - 1 for t in theirs]  # Tokens before EOS.
+    assert all(n <= limit for n, limit in zip(lengths, limits, strict=True)), (lengths, limits)
+    assert sum(n == limit for n, limit in zip(lengths, limits, strict=True)) > 0.9 * len(limits)
+    assert [t.ids for t in theirs] == [t.ids for t in ours]
+    defaults = search_defaults(read_info(export_dir))
+    for given in ("beam_size=4,return_beams=true", "sampling=true,samples_per_input=2"):
+        settings = DecodeHParams(extra_length=2).override(given).resolve(defaults)
+        translations = CTranslate2Translator(export_dir, settings).translate(sources)
+        for translation, limit in zip(translations, limits, strict=True):
+            assert all(len(ids) - 1 <= limit for ids in translation.ids), given
+
+
 def test_model_with_unequal_key_and_value_depths_is_refused(
     trained: TrainedModel, tmp_path: Path
 ) -> None:
