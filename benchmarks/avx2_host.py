@@ -4,27 +4,22 @@
     .venv/bin/python benchmarks/avx2_host.py --t2t t2t-benchmark --mode=matmul
 
 Most laptops and many cloud machines have AVX2 and FMA but no AVX-512, and
-run several-fold slower matrix products. To measure that path on an AVX-512
-host, the benchmark (first form) runs with every library's own cap on the
-instructions it dispatches to:
+run several-fold slower matrix products. The benchmark (first form) runs
+with each library's own cap on the instructions it dispatches to: oneDNN
+(TensorFlow's oneDNN ops and its Eigen MatMul's sgemm, torch's and
+CTranslate2's) by ONEDNN_MAX_CPU_ISA; XLA's generated code by
+--xla_cpu_max_isa in XLA_FLAGS; MKL (torch's sgemm) by
+MKL_ENABLE_INSTRUCTIONS, torch's own kernels by ATEN_CPU_CAPABILITY,
+CTranslate2 by CT2_FORCE_CPU_ISA. YNNPACK, which XLA's CPU dots call, has
+no such setting: each `t2t-*` command the benchmark starts
+(`t2t_commands.t2t`) runs through this module (second form), which loads
+TensorFlow's library and sets YNNPACK's detected instruction sets to
+SSE2..AVX2+FMA3 before anything detects them.
 
-- oneDNN (TensorFlow's oneDNN ops, and its Eigen MatMul's sgemm kernel; torch's
-  and CTranslate2's oneDNN): ONEDNN_MAX_CPU_ISA=AVX2;
-- XLA's generated code: --xla_cpu_max_isa=AVX2 in XLA_FLAGS;
-- MKL (torch's sgemm): MKL_ENABLE_INSTRUCTIONS=AVX2; torch's own kernels:
-  ATEN_CPU_CAPABILITY=avx2; CTranslate2: CT2_FORCE_CPU_ISA=AVX2;
-- YNNPACK, which XLA's CPU dots call and which has no such setting: each
-  `t2t-*` command the benchmark starts (`t2t_commands.command`) runs through
-  this module (second form), which loads TensorFlow's library first and sets
-  YNNPACK's detected instruction sets to SSE2..AVX2+FMA3 before anything
-  detects them.
-
-TensorFlow itself still sees the AVX-512 CPU, so it turns its oneDNN ops on
-as it does on such a CPU; an AVX2-only CPU has them off unless t2t_keras
-turns them on (t2t_keras.machine). Add TF_ENABLE_ONEDNN_OPTS=0 to measure
-TensorFlow's own default there. What the caps cannot change is the core: an
-AVX2 CPU's caches, clock and memory differ (docs/translation_on_a_cpu.md says
-how close this came to a real AVX2 host).
+TensorFlow still sees the AVX-512 CPU, so it turns its oneDNN ops on; an
+AVX2-only CPU has them off unless t2t_keras turns them on (t2t_keras.machine):
+add TF_ENABLE_ONEDNN_OPTS=0 to measure TensorFlow's own default there. The
+caps cannot change the core: an AVX2 CPU's caches, clock and memory differ.
 """
 
 from __future__ import annotations
@@ -41,12 +36,8 @@ from t2t_keras import machine
 
 # Set in the benchmark's environment: t2t_commands then starts t2t-* commands through here.
 MARKER = "T2T_BENCHMARK_AVX2_HOST"
-CAPS = {
-    "ONEDNN_MAX_CPU_ISA": "AVX2",
-    "MKL_ENABLE_INSTRUCTIONS": "AVX2",
-    "ATEN_CPU_CAPABILITY": "avx2",
-    "CT2_FORCE_CPU_ISA": "AVX2",
-}
+CAPS = {"ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_ENABLE_INSTRUCTIONS": "AVX2",
+        "ATEN_CPU_CAPABILITY": "avx2", "CT2_FORCE_CPU_ISA": "AVX2"}  # fmt: skip
 XLA_CAP = "--xla_cpu_max_isa=AVX2"
 # YNNPACK's arch flags in this TensorFlow's build (ynnpack/base/arch.h): sse2, ssse3,
 # sse41, avx, f16c, avx2 and fma3 are bits 0-6; AVX-512 and AMX start at bit 7.
@@ -69,11 +60,8 @@ def command(name: str, path: str) -> list[str]:
 
 
 def cap_ynnpack() -> None:
-    """Loads TensorFlow's C++ library and sets YNNPACK's detected instruction sets to AVX2.
-
-    Only the library loads, not TensorFlow's Python package: the command still
-    makes its own oneDNN choice before TensorFlow starts (t2t_keras.bin.program).
-    """
+    """Loads TensorFlow's C++ library (not its Python package: the command still makes its
+    own oneDNN choice first) and sets YNNPACK's detected instruction sets to AVX2."""
     spec = importlib.util.find_spec("tensorflow")
     if spec is None or spec.origin is None:
         raise SystemExit("TensorFlow is not installed.")
@@ -120,10 +108,8 @@ def main(argv: list[str]) -> None:
         return
     if not argv or argv[0].startswith("-"):
         raise SystemExit(__doc__)
-    script = str(Path(argv[0]).resolve())
-    os.execve(
-        sys.executable, [sys.executable, script, *argv[1:]], capped_environment(dict(os.environ))
-    )
+    script = [sys.executable, str(Path(argv[0]).resolve()), *argv[1:]]
+    os.execve(sys.executable, script, capped_environment(dict(os.environ)))
 
 
 if __name__ == "__main__":

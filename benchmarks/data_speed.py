@@ -1,19 +1,18 @@
-"""t2t-datagen and the input pipeline at WMT size: time, memory, tokens/s per core.
+"""Data at WMT size: t2t-datagen and the input pipeline's time, memory and tokens/s per core.
 
     .venv/bin/python benchmarks/data_speed.py [--sizes=500000,1500000,4500000]
         [--work_dir=DIR] [--shared_data=../shared/data]
 
 1. Builds WMT14-sized English-German corpora from the real text of
-   ../shared/data (Multi30k train and newstest2008-2012): each line joins two
-   sentence pairs drawn at random (seeded), so 4.5M lines hardly repeat, and
-   lays them out as translate_ende_wmt_bpe37k's local source (train.{en,de},
-   newstest2013 as dev). The corpus of each size is the start of the largest.
-2. Runs `t2t-datagen` on each as its own process: wall time (and when the
+   ../shared/data (Multi30k train and newstest2008-2012), each line two
+   seeded random pairs joined (4.5M lines hardly repeat), laid out as
+   translate_ende_wmt_bpe37k's local source (newstest2013 as dev); each
+   size's corpus is the start of the largest.
+2. Runs `t2t-datagen` on each, a process of its own: wall time (and when the
    vocabulary was done), pairs/s, peak resident memory, shards on disk.
-3. Reads the largest one's training batches (transformer_base batching,
-   4,096 tokens a batch) in a process held to one core, then to every core:
-   target tokens/s, padding excluded, and how many cores feed 8 GPUs that
-   train at --gpu_tokens_per_second each.
+3. Reads the largest one's training batches (transformer_base batching) in a
+   process held to one core, then to every core: target tokens/s, padding
+   excluded, and the cores that feed 8 GPUs at --gpu_tokens_per_second each.
 
 Prints one JSON line per measurement.
 """
@@ -41,11 +40,8 @@ WMT_TRAIN = ("newstest2008", "newstest2009", "newstest2010", "newstest2011", "ne
 flags.DEFINE_list("sizes", ["500000", "1500000", "4500000"], "Corpus sizes in sentence pairs.")
 flags.DEFINE_string("work_dir", "/tmp/t2t_data_speed", "Where corpora and shards go (~4 GB).")
 flags.DEFINE_integer("seconds", 60, "Timed reading of the input pipeline, per measurement.")
-flags.DEFINE_float(
-    "gpu_tokens_per_second",
-    216_000,
-    "Target tokens/s one GPU trains at: HF Marian at transformer_base size on an H200, bf16.",
-)
+flags.DEFINE_float("gpu_tokens_per_second", 216_000, "Target tokens/s one GPU trains at: "
+                   "HF Marian at transformer_base size on an H200, bf16.")  # fmt: skip
 flags.DEFINE_string("pipeline_only", None, "Internal: measure the pipeline of this data_dir.")
 FLAGS = flags.FLAGS
 
@@ -99,12 +95,8 @@ def run_datagen(size: int, tmp_dir: str) -> dict:
     """t2t-datagen on tmp_dir as a process: wall time, peak RSS, its lines with their times."""
     data_dir = os.path.join(FLAGS.work_dir, f"data_{size}")
     shutil.rmtree(data_dir, ignore_errors=True)
-    command = [
-        *t2t_commands.t2t("t2t-datagen"),
-        f"--problem={PROBLEM}",
-        f"--data_dir={data_dir}",
-        f"--tmp_dir={tmp_dir}",
-    ]
+    command = [*t2t_commands.t2t("t2t-datagen"), f"--problem={PROBLEM}",
+               f"--data_dir={data_dir}", f"--tmp_dir={tmp_dir}"]  # fmt: skip
     start = time.perf_counter()
     process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
     assert process.stdout is not None
@@ -135,26 +127,14 @@ def _size(directory: str) -> int:
 def run_pipeline(data_dir: str, cores: list[int]) -> dict:
     """This script's pipeline measurement in a process held to `cores`."""
     environment = dict(os.environ, TF_NUM_INTRAOP_THREADS=str(len(cores)))
-    command = [
-        sys.executable,
-        __file__,
-        f"--pipeline_only={data_dir}",
-        f"--seconds={FLAGS.seconds}",
-    ]
+    argv = [sys.executable, __file__, f"--pipeline_only={data_dir}", f"--seconds={FLAGS.seconds}"]
     output = subprocess.run(
-        command,
-        env=environment,
-        check=True,
-        capture_output=True,
-        text=True,
+        argv, env=environment, check=True, capture_output=True, text=True,
         preexec_fn=lambda: os.sched_setaffinity(0, cores),
-    ).stdout
+    ).stdout  # fmt: skip
     result = json.loads(output.strip().splitlines()[-1])
-    result["cores"] = len(cores)
-    result["cores_for_8_gpus"] = round(
-        8 * FLAGS.gpu_tokens_per_second / result["target_tokens_per_second"] * len(cores), 1
-    )
-    return result
+    feeds = 8 * FLAGS.gpu_tokens_per_second / result["target_tokens_per_second"] * len(cores)
+    return {**result, "pipeline_cores": len(cores), "cores_for_8_gpus": round(feeds, 1)}
 
 
 def measure_pipeline(data_dir: str) -> dict:
@@ -167,11 +147,8 @@ def measure_pipeline(data_dir: str) -> dict:
     batching = registry.hparams("transformer_base").batching()
     dataset = registry.problem(PROBLEM).dataset("train", batching, data_dir)
     # Counted in the graph, 64 batches a step: the figure is the pipeline's, not Python's.
-    counts = dataset.map(
-        lambda batch: tf.stack(
-            [tf.math.count_nonzero(batch["targets"]), tf.math.count_nonzero(batch["inputs"])]
-        )
-    ).batch(64)
+    sides = ("targets", "inputs")
+    counts = dataset.map(lambda b: tf.stack([tf.math.count_nonzero(b[n]) for n in sides])).batch(64)
     iterator = iter(counts)
     next(iterator)  # Fill the shuffle buffer and the prefetch.
     targets = sources = batches = 0
@@ -200,14 +177,13 @@ def main(argv: list[str]) -> None:
     start = time.perf_counter()
     tmp_dirs = write_corpora(sizes)
     seconds = round(time.perf_counter() - start, 1)
-    print(json.dumps({"what": "corpora", "seconds": seconds, **machine}))
+    t2t_commands.emit({"what": "corpora", "seconds": seconds}, machine)
     results = [run_datagen(size, tmp_dirs[size]) for size in sizes]
     for result in results:
-        print(json.dumps({**result, **machine}), flush=True)
-    largest = results[-1]["data_dir"]
+        t2t_commands.emit(result, machine)
     all_cores = sorted(os.sched_getaffinity(0))
     for cores in ([all_cores[0]], all_cores):
-        print(json.dumps({**run_pipeline(largest, cores), **machine}), flush=True)
+        t2t_commands.emit(run_pipeline(results[-1]["data_dir"], cores), machine)
 
 
 if __name__ == "__main__":

@@ -1,46 +1,34 @@
-r"""Decoding real files as users do: t2t-decoder, the SavedModel and CTranslate2, side by side.
+r"""Decoding real text as users do: t2t-decoder, the SavedModel and CTranslate2, side by side.
 
 From one trained model (--trained_dir, e.g. the averaged directory of a
-transformer_small_cpu run of train_multi30k.py), this exports a SavedModel and
-CTranslate2 models in float32 and int8 (t2t-exporter), then decodes a raw
-source file (default Multi30k's test_2016_flickr) with each runtime, each as a
-process of its own, the way a user runs it:
+train_multi30k.py run) this exports a SavedModel and CTranslate2 models in
+float32 and int8 (t2t-exporter), then decodes a raw source file (default
+Multi30k's test_2016_flickr) with each runtime, each a process of its own:
+`t2t-decoder --decode_from_file` (its default --xla=full); a Python that
+loads the SavedModel with TensorFlow alone and sends batches of
+--batch_size lines in file order, as a TF Serving client would; and
+`t2t-decoder --runtime=ctranslate2` (float32, int8).
 
-- tensorflow: `t2t-decoder --decode_from_file` (its default --xla=full);
-- saved_model: a Python that loads the SavedModel with TensorFlow alone and
-  sends the file's lines in batches of --batch_size, in file order, as a
-  TF Serving client would;
-- ctranslate2 float32 / int8: `t2t-decoder --runtime=ctranslate2`.
+For each: the sentences/s of decoding as the process reports it (first
+sentence to last), its wall time (and sentences/s) for the whole file and
+for its first --short_lines lines, and sacreBLEU against --reference (a speed-up that
+changes outputs shows). Rounds alternate the runtimes; the table gives
+medians and ratios to CTranslate2 float32 (per round, then the median). With
+--xla_cache the TensorFlow runtimes keep their compilations on disk, as
+t2t-decoder does: the first round pays for compiling, listed apart.
 
-For each: the sentences/s of decoding the whole file as the process reports
-it (its last "Decoded N/N sentences" log line: from the first sentence to the
-last, start-up and loading left out; the SavedModel client times its
-requests), the process's wall time for the whole file and for its first
---short_lines lines, sentences/s of the whole process, and sacreBLEU against
---reference (so a speed-up that changes outputs shows). Rounds alternate the
-runtimes; the tables give medians and each runtime's ratio to CTranslate2
-float32 (per round, then the median). With --xla_cache (the default), the
-TensorFlow runtimes keep their XLA compilations on disk as t2t-decoder does
-by default (each in an emptied directory of --work_dir): the first round
-pays for compiling, as a model's first run does, and its wall times are
-listed apart; --noxla_cache compiles in every process.
+Then --profile_rounds profiles of t2t-decoder's TensorFlow decoding, each a
+fresh process, with an empty XLA cache and then the one it filled: seconds
+of start-up (Python and imports), model load, the search's first call (its
+tracing, compilation or load from the cache, and the first block's search),
+the other calls, of all calls the blocks' insertion (their encoding, timed
+apart), and the rest (encoding, sorting, writing), with the compiled shapes
+(slots x width) and the share of slot-steps that advanced a sentence not yet
+done. Last, the latency of --decode_interactive: the first
+--interactive_lines lines typed one by one, seconds from each Enter to its
+output (TensorFlow with an empty, then a kept cache; CTranslate2 float32).
 
-Then --profile_rounds profiles of the TensorFlow runtime, each in a fresh
-process, with an empty XLA cache and then with the one it filled: the
-seconds of start-up (Python and imports), model load, the search's first
-call (its one tracing, the compilation or its load from the cache, and the
-search of the first block), the other calls, of all calls the blocks'
-insertion (their encoding, timed apart; the rest of the calls advances the
-slots), and the rest (encoding, sorting, writing), with the compiled shapes
-(slots x width: one per file, two for a long tail) and the share of
-slot-steps that advanced a sentence not yet done. Last,
-the latency of t2t-decoder --decode_interactive: the first
---interactive_lines lines of the source typed in one by one, the seconds
-from each line's Enter to its output line (TensorFlow with an empty, then a
-kept cache; CTranslate2 float32).
-
-    .venv/bin/python benchmarks/decode_files.py \
-        --trained_dir=/tmp/m30k/train_1795671366/averaged --rounds=3
+    .venv/bin/python benchmarks/decode_files.py --trained_dir=TRAIN/averaged --rounds=3
 
 stdout: one JSON line per measurement, then the tables (markdown).
 """
@@ -51,39 +39,43 @@ import time
 
 STARTED = time.monotonic()  # Before the imports: the profile's start-up includes them.
 
+import functools  # noqa: E402
 import json  # noqa: E402
-import os  # noqa: E402
 import re  # noqa: E402
 import shutil  # noqa: E402
 import statistics  # noqa: E402
-import subprocess  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
 from absl import app, flags  # noqa: E402
-from rounds import markdown_table, median_ratio, round_order  # noqa: E402
-from t2t_commands import machine_facts, run, t2t, timed_run  # noqa: E402
+from rounds import markdown_table, median_ratio, median_seconds, round_order  # noqa: E402
+from t2t_commands import emit, machine_facts, t2t, timed_run  # noqa: E402
+from trained_model import (  # noqa: E402
+    TEST_REFERENCE,
+    TEST_SOURCE,
+    decode_raw_file,
+    export,
+    load_translator,
+    source_lines,
+    xla_cache_environment,
+)
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "multi30k"
 RUNTIMES = ("tensorflow", "saved_model", "ctranslate2 float32", "ctranslate2 int8")
 
 flags.DEFINE_string("trained_dir", None, "The training directory (or averaged/) to decode with.")
-flags.DEFINE_string("source", str(SHARED / "test_2016_flickr.en"), "Raw source, one a line.")
-flags.DEFINE_string("reference", str(SHARED / "test_2016_flickr.de"), "Its raw references.")
+flags.DEFINE_string("source", TEST_SOURCE, "Raw source, one a line.")
+flags.DEFINE_string("reference", TEST_REFERENCE, "Its raw references.")
 flags.DEFINE_integer("rounds", 3, "Rounds; each decodes the file once with every runtime.")
 flags.DEFINE_integer("profile_rounds", 1, "Profiles of the TensorFlow runtime, after the rounds.")
 flags.DEFINE_integer("short_lines", 10, "Lines of the short file (latency of a small job).")
 flags.DEFINE_integer("batch_size", 32, "SavedModel client: sentences per request.")
 flags.DEFINE_string("work_dir", None, "Where exports and outputs go; a temporary folder if unset.")
-flags.DEFINE_bool(
-    "xla_cache",
-    True,
-    "t2t-decoder keeps its compiled searches in work_dir/xla_cache (--xla_cache_dir), and the "
-    "SavedModel client in work_dir/saved_model_xla_cache (TF_XLA_FLAGS), both emptied at the "
-    "start: the first round pays for compiling, later rounds find what a user's second run finds.",
-)
+flags.DEFINE_bool("xla_cache", True, "t2t-decoder keeps its compiled searches in "
+                  "work_dir/xla_cache (--xla_cache_dir), the SavedModel client in "
+                  "work_dir/saved_model_xla_cache (TF_XLA_FLAGS), both emptied at the start: the "
+                  "first round pays for compiling, later rounds find what a second run finds.")  # fmt: skip
 flags.DEFINE_integer("interactive_lines", 10, "Lines typed into t2t-decoder --decode_interactive.")
 flags.DEFINE_bool("profile", False, "Internal: profile one TensorFlow decode in this process.")
 flags.DEFINE_string("output", None, "Internal, with --profile: where the outputs go.")
@@ -108,44 +100,29 @@ rate = len(lines) / (time.monotonic() - start)
 open(output, "w", encoding="utf-8").write("".join(line + "\\n" for line in outputs))
 print(f"Decoded {len(lines)}/{len(lines)} sentences ({rate:.1f} sentences/s).", file=sys.stderr)
 """
-
-
-def export(trained_dir: str, work_dir: Path) -> dict[str, str]:
-    """The SavedModel version directory and the CTranslate2 model directories."""
-    exporter = [*t2t("t2t-exporter"), f"--output_dir={trained_dir}"]
-    saved = run([*exporter, f"--export_dir={work_dir / 'saved_model'}"])
-    dirs = {"saved_model": saved.splitlines()[0]}
-    for quantization in ("float32", "int8"):
-        target = work_dir / f"ctranslate2_{quantization}"
-        run([*exporter, "--export_format=ctranslate2", f"--quantization={quantization}",
-             f"--export_dir={target}"])  # fmt: skip
-        dirs[f"ctranslate2 {quantization}"] = str(target)
-    return dirs
+# The machine's fields (`machine_facts`), measured once in main and added to every line.
+MACHINE: dict[str, Any] = {}
+# The runtimes' table: title, the results' key, and the median's format ("x": the
+# median of the per-round ratios to CTranslate2 float32).
+COLUMNS = (
+    ("sentences/s, decoding", "decoding_sentences_per_s", ".1f"),
+    ("decoding / CT2 fp32", "decoding_sentences_per_s", "x"),
+    ("sentences/s, process", "sentences_per_s", ".1f"),
+    ("wall, whole file (s)", "wall_seconds", ".2f"),
+    ("wall, short file (s)", "short_wall_seconds", ".2f"),
+    ("BLEU", "bleu", ".2f"),
+    ("sentences/s / CT2 fp32", "sentences_per_s", "x"),
+    ("wall / CT2 fp32", "wall_seconds", "x"),
+    ("short wall / CT2 fp32", "short_wall_seconds", "x"),
+)
 
 
 def cache_dirs(work_dir: Path) -> dict[str, str]:
-    """Each TensorFlow runtime's XLA cache directory ("" without --xla_cache), emptied."""
-    if not FLAGS.xla_cache:
-        return {"tensorflow": "", "saved_model": ""}
+    """Each TensorFlow runtime's XLA cache directory, emptied ("" without --xla_cache)."""
     dirs = {"tensorflow": work_dir / "xla_cache", "saved_model": work_dir / "saved_model_xla_cache"}
-    for directory in dirs.values():
-        shutil.rmtree(directory, ignore_errors=True)
-    return {runtime: str(directory) for runtime, directory in dirs.items()}
-
-
-# The machine's fields (`machine_facts`), measured once in main and added to every line.
-MACHINE: dict[str, Any] = {}
-
-
-def emit(result: dict[str, Any]) -> None:
-    """One JSON line: a result, then the machine it was measured on."""
-    print(json.dumps({**result, **MACHINE}), flush=True)
-
-
-def environment(cache_dir: str) -> dict[str, str]:
-    """This process's environment, TensorFlow's XLA cache set to cache_dir ("": none)."""
-    flag = f"--tf_xla_persistent_cache_directory={cache_dir}" if cache_dir else ""
-    return {**os.environ, "TF_XLA_FLAGS": flag}
+    for path in dirs.values():
+        shutil.rmtree(path, ignore_errors=True)
+    return {runtime: str(path) if FLAGS.xla_cache else "" for runtime, path in dirs.items()}
 
 
 def runtime_command(
@@ -166,38 +143,34 @@ def interactive(dirs: dict[str, str], work_dir: Path) -> list[dict[str, Any]]:
     """Typed-in latency of t2t-decoder: TensorFlow with an empty, then a kept XLA cache; CTranslate2."""
     from t2t_keras.benchmark.latency import typed_line_latencies
 
-    lines = Path(FLAGS.source).read_text(encoding="utf-8").splitlines()[: FLAGS.interactive_lines]
+    lines = source_lines(FLAGS.source, FLAGS.interactive_lines)
     cache = work_dir / "interactive_xla_cache"
     shutil.rmtree(cache, ignore_errors=True)
     decoder = [*t2t("t2t-decoder"), "--decode_interactive"]
+    tensorflow = [*decoder, f"--output_dir={FLAGS.trained_dir}", f"--xla_cache_dir={cache}"]
     runs = {
-        "tensorflow, empty XLA cache": [*decoder, f"--output_dir={FLAGS.trained_dir}", f"--xla_cache_dir={cache}"],
-        "tensorflow, XLA cache kept": [*decoder, f"--output_dir={FLAGS.trained_dir}", f"--xla_cache_dir={cache}"],
+        "tensorflow, empty XLA cache": tensorflow,
+        "tensorflow, XLA cache kept": tensorflow,
         "ctranslate2 float32": [*decoder, "--runtime=ctranslate2", f"--ctranslate2_dir={dirs['ctranslate2 float32']}"],
     }  # fmt: skip
     results = []
     for name, argv in runs.items():
-        seconds = typed_line_latencies(argv, lines, environment(""))
+        seconds = typed_line_latencies(argv, lines, xla_cache_environment(""))
         result = {
             "interactive": name,
             "first_line_seconds": round(seconds[0], 3),
             "later_lines_median_seconds": round(statistics.median(seconds[1:]), 3),
             "later_lines_max_seconds": round(max(seconds[1:]), 3),
         }
-        emit(result)
+        emit(result, MACHINE)
         results.append(result)
     return results
 
 
 def decoding_run(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
-    """A decoding process's wall seconds, and the sentences/s it reports for its
-    decoding alone (its last "Decoded N/N sentences (X sentences/s)" line: from
-    its first sentence to its last, without start-up, loading or writing)."""
-    start = time.monotonic()
-    finished = subprocess.run(argv, capture_output=True, text=True, env=env)
-    seconds = time.monotonic() - start
-    if finished.returncode:
-        raise RuntimeError(f"{' '.join(argv)} failed:\n{finished.stderr[-3000:]}")
+    """A decoding process's wall seconds, and the sentences/s of its decoding alone (its
+    last "Decoded N/N sentences (X sentences/s)" line: first sentence to last)."""
+    seconds, finished = timed_run(argv, env)
     rates = re.findall(r"Decoded (\d+)/\1 sentences \(([\d.]+) sentences/s\)", finished.stderr)
     return seconds, float(rates[-1][1]) if rates else float("nan")
 
@@ -205,84 +178,57 @@ def decoding_run(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
 def bleu(output: str, reference: str) -> float:
     import sacrebleu
 
-    hypotheses = Path(output).read_text(encoding="utf-8").splitlines()
-    references = Path(reference).read_text(encoding="utf-8").splitlines()
+    hypotheses, references = source_lines(output), source_lines(reference)
     return round(sacrebleu.corpus_bleu(hypotheses, [references]).score, 2)
 
 
 def one_round(
     round_index: int, dirs: dict[str, str], caches: dict[str, str], work_dir: Path
 ) -> list[dict[str, Any]]:
-    lines = Path(FLAGS.source).read_text(encoding="utf-8").splitlines()
-    short = work_dir / "short.src"
-    short.write_text("".join(line + "\n" for line in lines[: FLAGS.short_lines]), "utf-8")
+    """Every runtime decodes the whole file, then its first --short_lines, each a process."""
+    sentences = len(source_lines(FLAGS.source))
     results = []
     for runtime in round_order(RUNTIMES, round_index):
         name = runtime.replace(" ", "_")
-        output = str(work_dir / f"{name}.out")
-        env = environment(caches[runtime] if runtime == "saved_model" else "")
+        output, short_output = (str(work_dir / f"{name}{part}.out") for part in ("", ".short"))
+        env = xla_cache_environment(caches[runtime] if runtime == "saved_model" else "")
         whole, rate = decoding_run(
             runtime_command(runtime, dirs, caches, FLAGS.source, output), env
         )
-        short_output = str(work_dir / f"{name}.short.out")
-        short_command = runtime_command(runtime, dirs, caches, str(short), short_output)
-        short_seconds = timed_run(short_command, env)
+        short = runtime_command(runtime, dirs, caches, str(work_dir / "short.src"), short_output)
+        short_seconds, _ = timed_run(short, env)
         result = {
             "round": round_index,
             "runtime": runtime,
-            "sentences": len(lines),
+            "sentences": sentences,
             "wall_seconds": round(whole, 2),
-            "sentences_per_s": round(len(lines) / whole, 1),
+            "sentences_per_s": round(sentences / whole, 1),
             "decoding_sentences_per_s": rate,
             "short_wall_seconds": round(short_seconds, 2),
             "bleu": bleu(output, FLAGS.reference),
         }
-        emit(result)
+        emit(result, MACHINE)
         results.append(result)
     return results
 
 
 def profile_in_subprocess(work_dir: Path, cache_dir: str, name: str) -> dict[str, Any]:
-    output = work_dir / "profile.out"
+    """`profile` in a fresh process with the XLA cache `cache_dir`, its wall time added."""
     argv = [sys.executable, __file__, "--profile", f"--trained_dir={FLAGS.trained_dir}"]
-    argv += [f"--source={FLAGS.source}", f"--output={output}"]
-    start = time.monotonic()
-    stdout = run(argv, environment(cache_dir))
-    wall = time.monotonic() - start
-    profile = json.loads(stdout.strip().splitlines()[-1])
-    profile["process_wall_seconds"] = round(wall, 2)
-    profile["cache"] = name
-    emit(profile)
+    argv += [f"--source={FLAGS.source}", f"--output={work_dir / 'profile.out'}"]
+    wall, finished = timed_run(argv, xla_cache_environment(cache_dir))
+    profile = json.loads(finished.stdout.strip().splitlines()[-1])
+    profile.update(process_wall_seconds=round(wall, 2), cache=name)
+    emit(profile, MACHINE)
     return profile
 
 
-def profile() -> None:
-    """One TensorFlow decode of --source in this process, timed part by part."""
-    from t2t_keras import machine
-
-    machine.prepare_tensorflow()  # As t2t-decoder, before TensorFlow loads.
-    from t2t_keras import catalog
-    from t2t_keras.modes import Xla
-    from t2t_keras.run.loading import load_trained
-    from t2t_keras.search.settings import DecodeHParams
-    from t2t_keras.serving import file_decoding
-    from t2t_keras.serving.translator import Translator
-
-    imported = time.monotonic()
-    catalog.load()
-    xla = Xla(FLAGS.xla)
-    trained = load_trained(FLAGS.trained_dir, use_xla=xla.compiles_attention)
-    settings = DecodeHParams().resolve(trained.hparams)
-    translator = Translator(
-        trained.model, trained.vocabs, settings, jit_compile=xla.compiles_whole_search
-    )
-    loaded = time.monotonic()
-    search = translator.search
-    finish = search.finish
-    calls: list[float] = []  # Seconds of each compiled call, the host's work on its results out.
+def timed_calls(search: Any) -> list[float]:
+    """The seconds of each of the search's compiled calls from now on (the first one
+    traces and compiles), the host's work on their results left out."""
+    finish, calls = search.finish, []
 
     def timed_finish(rows: Any, numbers: Any = None) -> Any:
-        """The slots' groups, each compiled call timed (the first one traces and compiles)."""
         groups = finish(rows, numbers)
         while True:
             start = time.monotonic()
@@ -293,28 +239,43 @@ def profile() -> None:
             yield group
 
     search.finish = timed_finish
-    with open(os.devnull, "w") as quiet:  # The scores line is not wanted here.
-        file_decoding.decode_file(translator, FLAGS.source, FLAGS.output, out=quiet)
+    return calls
+
+
+def profile() -> None:
+    """One TensorFlow decode of --source in this process, timed part by part."""
+    from t2t_keras import machine
+
+    machine.prepare_tensorflow()  # As t2t-decoder, before TensorFlow loads.
+    # TensorFlow loads with these: start-up ends here.
+    import t2t_keras.run.loading
+    import t2t_keras.serving.file_decoding
+    import t2t_keras.serving.translator  # noqa: F401
+
+    imported = time.monotonic()
+    trained, translator = load_translator(FLAGS.trained_dir, xla=FLAGS.xla)
+    loaded = time.monotonic()
+    search = translator.search
+    calls = timed_calls(search)
+    decode_raw_file(translator, FLAGS.source, FLAGS.output)
     done = time.monotonic()
     first_call, other_calls = (calls[0], calls[1:]) if calls else (0.0, [])
     insert = block_encoding_seconds(trained.model, search) * len(calls)
-    print(
-        json.dumps(
-            {
-                "profile": f"tensorflow --xla={FLAGS.xla}",
-                "startup_seconds": round(imported - STARTED, 2),
-                "load_seconds": round(loaded - imported, 2),
-                "compiled_shapes": search.compilations(),
-                "first_calls_seconds": round(first_call, 2),
-                "other_search_calls": len(other_calls),
-                "other_search_seconds": round(sum(other_calls), 2),
-                "rest_seconds": round(done - loaded - sum(calls), 2),
-                "decode_seconds": round(done - loaded, 2),
-                "insert_seconds": round(insert, 2),
-                "busy_slot_steps": round(search.busy_steps / max(search.slot_steps, 1), 4),
-                "slot_steps": search.slot_steps,
-            }
-        )
+    emit(
+        {
+            "profile": f"tensorflow --xla={FLAGS.xla}",
+            "startup_seconds": round(imported - STARTED, 2),
+            "load_seconds": round(loaded - imported, 2),
+            "compiled_shapes": search.compilations(),
+            "first_calls_seconds": round(first_call, 2),
+            "other_search_calls": len(other_calls),
+            "other_search_seconds": round(sum(other_calls), 2),
+            "rest_seconds": round(done - loaded - sum(calls), 2),
+            "decode_seconds": round(done - loaded, 2),
+            "insert_seconds": round(insert, 2),
+            "busy_slot_steps": round(search.busy_steps / max(search.slot_steps, 1), 4),
+            "slot_steps": search.slot_steps,
+        }
     )
 
 
@@ -327,107 +288,48 @@ def block_encoding_seconds(model: Any, search: Any) -> float:
     from t2t_keras.search.slots import BLOCK_SLOTS
 
     encode = tf.function(lambda ids: model.encode_for_decoding(ids, search.beams), jit_compile=True)
+
+    def encoded(block: Any) -> Any:
+        return tf.nest.map_structure(lambda tensor: tensor.numpy(), encode(block))
+
     seconds = []
     for count, width, _ in search.searched_shapes():
         block = tf.zeros([BLOCK_SLOTS * count, width], tf.int32)
-        tf.nest.map_structure(lambda tensor: tensor.numpy(), encode(block))  # Compiled.
-        start = time.monotonic()
-        for _ in range(5):
-            tf.nest.map_structure(lambda tensor: tensor.numpy(), encode(block))
-        seconds.append((time.monotonic() - start) / 5)
+        # The first call compiles; the median of 5 after it.
+        seconds.append(median_seconds(functools.partial(encoded, block), warmup=1, repeats=5))
     return statistics.mean(seconds) if seconds else 0.0
-
-
-def tables(
-    results: list[dict[str, Any]], profiles: list[dict[str, Any]], latencies: list[dict[str, Any]]
-) -> str:
-    header = [
-        "runtime",
-        "sentences/s, decoding",
-        "decoding / CT2 fp32",
-        "sentences/s, process",
-        "wall, whole file (s)",
-        "wall, short file (s)",
-        "BLEU",
-        "sentences/s / CT2 fp32",
-        "wall / CT2 fp32",
-        "short wall / CT2 fp32",
-        "round 1 wall, whole / short (s)",
-    ]
-    rows = [markdown_table(header, [runtime_row(runtime, results) for runtime in RUNTIMES])]
-    for entry in profiles:
-        rows += profile_rows(entry)
-    if latencies:
-        rows += ["", "t2t-decoder --decode_interactive, seconds from Enter to output:", ""]
-        header = ["runtime", "first line", "later lines, median", "later lines, max"]
-        keys = (
-            "interactive",
-            "first_line_seconds",
-            "later_lines_median_seconds",
-            "later_lines_max_seconds",
-        )
-        rows.append(markdown_table(header, [[r[key] for key in keys] for r in latencies]))
-    return "\n".join(rows)
 
 
 def runtime_row(runtime: str, results: list[dict[str, Any]]) -> list[str]:
     """One runtime's medians, its ratios to CTranslate2 float32, and its first (cold) round."""
     mine = [r for r in results if r["runtime"] == runtime]
-
-    def median(key: str) -> float:
-        return statistics.median(r[key] for r in mine)
-
-    def ratio(key: str) -> str:
-        rounds: dict[int, dict[str, float]] = {}
-        for r in results:
-            rounds.setdefault(r["round"], {})[r["runtime"]] = r[key]
-        return f"{median_ratio(list(rounds.values()), runtime, 'ctranslate2 float32'):.2f}x"
-
+    rounds: dict[int, dict[str, dict[str, Any]]] = {}
+    for r in results:
+        rounds.setdefault(r["round"], {})[r["runtime"]] = r
+    cells = []
+    for _, key, form in COLUMNS:
+        if form == "x":
+            per_round = [{name: r[key] for name, r in found.items()} for found in rounds.values()]
+            cells.append(f"{median_ratio(per_round, runtime, 'ctranslate2 float32'):.2f}x")
+        else:
+            cells.append(f"{statistics.median(r[key] for r in mine):{form}}")
     first = min(mine, key=lambda r: r["round"])
-    return [
-        runtime,
-        f"{median('decoding_sentences_per_s'):.1f}",
-        ratio("decoding_sentences_per_s"),
-        f"{median('sentences_per_s'):.1f}",
-        f"{median('wall_seconds'):.2f}",
-        f"{median('short_wall_seconds'):.2f}",
-        f"{median('bleu'):.2f}",
-        ratio("sentences_per_s"),
-        ratio("wall_seconds"),
-        ratio("short_wall_seconds"),
-        f"{first['wall_seconds']:.2f} / {first['short_wall_seconds']:.2f}",
-    ]
+    return [runtime, *cells, f"{first['wall_seconds']:.2f} / {first['short_wall_seconds']:.2f}"]
 
 
-def profile_rows(entry: dict[str, Any]) -> list[str]:
-    header = [
-        "start-up",
-        "load",
-        "compiled shapes",
-        "first call (trace, compile, search)",
-        "other calls",
-        "of all calls, inserting blocks",
-        "rest",
-        "process wall",
-    ]
-    row = [
-        entry["startup_seconds"],
-        entry["load_seconds"],
-        entry["compiled_shapes"],
-        entry["first_calls_seconds"],
-        f"{entry['other_search_calls']} calls, {entry['other_search_seconds']}",
-        entry["insert_seconds"],
-        entry["rest_seconds"],
-        entry["process_wall_seconds"],
-    ]
-    return [
-        "",
-        f"Profile of t2t-decoder (TensorFlow), XLA cache {entry['cache']}, seconds:",
-        "",
-        markdown_table(header, [row]),
-        f"\nSlot-steps that advanced a sentence not yet done: {entry['busy_slot_steps']:.1%} "
-        f"of {entry['slot_steps']}.",
-    ]
+def tables(
+    results: list[dict[str, Any]], profiles: list[dict[str, Any]], latencies: list[dict[str, Any]]
+) -> str:
+    """The runtimes' medians and ratios; the profiles (seconds) and typed-line latencies."""
+    header = ["runtime", *(title for title, _, _ in COLUMNS), "round 1 wall, whole / short (s)"]
+    rows = [markdown_table(header, [runtime_row(runtime, results) for runtime in RUNTIMES])]
+    for title, entries in (("t2t-decoder's profiles", profiles), ("Typed lines", latencies)):
+        if entries:
+            rows += [
+                f"\n{title}:\n",
+                markdown_table(list(entries[0]), [list(e.values()) for e in entries]),
+            ]
+    return "\n".join(rows)
 
 
 def main(argv: list[str]) -> None:
@@ -439,7 +341,9 @@ def main(argv: list[str]) -> None:
         raise app.UsageError("--trained_dir is required: the trained model to decode with.")
     work_dir = Path(FLAGS.work_dir or tempfile.mkdtemp(prefix="decode_files_"))
     work_dir.mkdir(parents=True, exist_ok=True)
-    MACHINE.update(machine_facts(environment("")))
+    short = source_lines(FLAGS.source, FLAGS.short_lines)
+    (work_dir / "short.src").write_text("".join(line + "\n" for line in short), "utf-8")
+    MACHINE.update(machine_facts(xla_cache_environment("")))
     dirs = export(FLAGS.trained_dir, work_dir)
     caches = cache_dirs(work_dir)
     results = []

@@ -2,14 +2,12 @@
 
     .venv/bin/python benchmarks/loss_curves.py --plot=curves.png OURS.json PEER.json [more.json]
 
-Each file holds the JSON lines a benchmark printed (train_multi30k.py's or
-peers_multi30k.py's stdout); the last line that is JSON with a "loss_curve"
-is drawn, named by its "system" (or, without one, by the file's name). Both
-benchmarks write the curve with `curve_point`: one point per log interval,
-the training loss being the label-smoothed cross-entropy per target token
-over the interval. The PNG has two panels side by side: loss against target
-tokens seen (the data each side has learned from) and against wall-clock
-minutes (what the budget buys).
+Each file holds a benchmark's stdout (train_multi30k.py's or
+peers_multi30k.py's); its last JSON line with a "loss_curve" is drawn, named
+by its "system" (else by the file's name). Both write the curve with
+`curve_point`: per log interval, the label-smoothed cross-entropy per target
+token over it. Two panels: loss against target tokens seen (the data each
+side learned from) and against wall-clock minutes (what the budget buys).
 """
 
 from __future__ import annotations
@@ -37,8 +35,8 @@ def curve_point(step: int, seconds: float, target_tokens: float, loss: float) ->
     }
 
 
-def read_curve(path: str) -> tuple[str, list[dict[str, float]]]:
-    """The label and loss curve of the last JSON line of `path` that has a "loss_curve"."""
+def last_record(path: str, key: str) -> dict | None:
+    """The last JSON line of `path` (a benchmark's stdout) that has `key`; None if none."""
     found = None
     with open(path, encoding="utf-8") as file:
         for line in file:
@@ -46,8 +44,14 @@ def read_curve(path: str) -> tuple[str, list[dict[str, float]]]:
                 record = json.loads(line)
             except json.JSONDecodeError:
                 continue  # Log lines, when stderr went to the same file.
-            if isinstance(record, dict) and "loss_curve" in record:
+            if isinstance(record, dict) and key in record:
                 found = record
+    return found
+
+
+def read_curve(path: str) -> tuple[str, list[dict[str, float]]]:
+    """The label and loss curve of the last JSON line of `path` that has a "loss_curve"."""
+    found = last_record(path, "loss_curve")
     if found is None:
         raise ValueError(
             f"{path} has no JSON line with a loss_curve; give the JSON lines printed by "

@@ -1,48 +1,69 @@
-"""The peers' models: Hugging Face Marian built with an hparams set's shape, and CTranslate2's.
+"""The PyTorch peer: Hugging Face Marian with an hparams set's shape, its CTranslate2
+conversion, and how the Multi30k peer trains and decodes (our recipe, or its own).
 
 Marian is post-norm with no final or embedding layer norm and sinusoid
-positions whatever its config says; the rest is set here from the hparams:
-sizes, dropout, ReLU, one embedding matrix for the encoder, the decoder and
-the softmax, scaled by sqrt(d_model), and N(0, initializer_stddev) weights
-(with 0, tensor2tensor's scheme, Marian keeps its own N(0, 0.02)).
-`check_marian_can_copy` refuses a set Marian cannot copy.
+positions; the rest comes from the hparams: sizes, dropout, ReLU, one
+embedding matrix for the encoder, the decoder and the softmax, scaled by
+sqrt(d_model), N(0, initializer_stddev) weights (0, tensor2tensor's scheme:
+Marian's own N(0, 0.02)). `peer_hparams` refuses a set Marian cannot copy.
 
-Needs the optional peers: a CPU build of torch (`pip install torch==2.13.0`),
-then `pip install -e '.[peers]'`. No TensorFlow.
+`Recipe.ours(hparams)` applies the set as our trainer and decoder do, so the
+toolkits differ in code, not settings: the schedule (`learning_rate *
+d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)`); tensor2tensor's length
+buckets (`t2t_keras.data.buckets`: `batch_size // boundary` pairs, a pair as
+long as its longer side, pairs above `max_length` dropped); our label
+smoothing (1 - eps on the true token, eps / (V - 1) on each other); Adam's
+betas and epsilon; residual, attention and ReLU dropout; the beam, up to
+input + `extra_length` tokens, `alpha` the length penalty's exponent. The one
+difference left: transformers divides a beam's log-probability by
+length^alpha (our `penalty=length`), our default by ((5 + length) / 6)^alpha.
+`Recipe("own", ...)` is the peer's usual setup: linear warmup to a peak, then
+inverse square root decay; batches of at most N tokens (padding counted) of
+length-sorted pairs; transformers' label smoothing (eps / V on every token);
+no length penalty. Needs the optional peers (benchmarks/README.md), imported
+when first used so that the scripts' --help runs without them.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import random
 from collections.abc import Sequence
-from typing import Any
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
 
-import torch
-import transformers
-from ctranslate2.converters import TransformersConverter
-from transformers import MarianConfig, MarianMTModel
+from absl import app
 
+import t2t_keras.hparams  # noqa: F401  Registers the hparams sets, without TensorFlow.
+from t2t_keras import registry
+from t2t_keras.data.buckets import bucket_boundaries, bucket_rows
+from t2t_keras.errors import UserError
 from t2t_keras.models.transformer_hparams import TransformerHParams
 
-MARIAN_VERSION = f"transformers {transformers.__version__}, torch {torch.__version__}"
+if TYPE_CHECKING:
+    import torch
+    from transformers import MarianMTModel
+
+Pairs = Sequence[tuple[list[int], list[int]]]
 # Marian's config fields that copy one of our hparams.
 FROM_HPARAMS = {
-    "d_model": "d_model",
-    "encoder_layers": "num_encoder_layers",
-    "decoder_layers": "num_decoder_layers",
-    "encoder_attention_heads": "num_heads",
-    "decoder_attention_heads": "num_heads",
-    "encoder_ffn_dim": "d_ff",
-    "decoder_ffn_dim": "d_ff",
-    "dropout": "dropout",
-    "attention_dropout": "attention_dropout",
-    "activation_dropout": "relu_dropout",
-    "max_position_embeddings": "max_length",
-}
+    "d_model": "d_model", "max_position_embeddings": "max_length",
+    "encoder_layers": "num_encoder_layers", "decoder_layers": "num_decoder_layers",
+    "encoder_attention_heads": "num_heads", "decoder_attention_heads": "num_heads",
+    "encoder_ffn_dim": "d_ff", "decoder_ffn_dim": "d_ff", "dropout": "dropout",
+    "attention_dropout": "attention_dropout", "activation_dropout": "relu_dropout",
+}  # fmt: skip
 
 
-def check_marian_can_copy(hparams: TransformerHParams) -> None:
-    """Raises ValueError, saying why, if Marian cannot have the set's architecture."""
+def peer_hparams(hparams_set: str, overrides: str) -> TransformerHParams:
+    """The set with its overrides; a UsageError says why if Marian cannot copy it."""
+    try:
+        hparams = registry.hparams(hparams_set).override(overrides)
+    except UserError as error:
+        raise app.UsageError(str(error)) from None
+    if not isinstance(hparams, TransformerHParams):
+        raise app.UsageError(f"--hparams_set={hparams_set} is not a Transformer's hparams set.")
     head_size = hparams.d_model // hparams.num_heads
     required = {
         "layer_norm_position": ("post", "Marian is post-norm"),
@@ -54,13 +75,27 @@ def check_marian_can_copy(hparams: TransformerHParams) -> None:
     }
     for name, (wanted, reason) in required.items():
         if getattr(hparams, name) != wanted:
-            raise ValueError(f"{name}={getattr(hparams, name)}: {reason}; need {wanted}.")
+            found = f"{name}={getattr(hparams, name)}"
+            raise app.UsageError(f"--hparams_set={hparams_set}: {found}: {reason}; need {wanted}.")
+    return hparams
+
+
+def marian_version() -> str:
+    import torch
+    import transformers
+
+    return f"transformers {transformers.__version__}, torch {torch.__version__}"
 
 
 def marian_model(
-    hparams: TransformerHParams, vocab_size: int, pad_id: int, eos_id: int, forced_eos: bool
+    hparams: TransformerHParams,
+    vocab_size: int,
+    pad_id: int,
+    eos_id: int,
+    forced_eos: bool,
+    seed: int,
 ) -> MarianMTModel:
-    """The set's shape as a Marian model, weights from torch's current seed.
+    """The set's shape as a Marian model, its weights drawn with torch seeded by `seed`.
 
     Args:
       hparams: the sizes, dropout and initializer copied.
@@ -69,19 +104,17 @@ def marian_model(
       eos_id: EOS.
       forced_eos: whether generation writes EOS at the length limit.
     """
+    import torch
+    from transformers import MarianConfig, MarianMTModel
+
+    torch.manual_seed(seed)
     config = MarianConfig(
         **{theirs: getattr(hparams, ours) for theirs, ours in FROM_HPARAMS.items()},
-        vocab_size=vocab_size,
-        activation_function="relu",
-        scale_embedding=True,
-        init_std=hparams.initializer_stddev or 0.02,
-        share_encoder_decoder_embeddings=True,
-        tie_word_embeddings=True,
-        pad_token_id=pad_id,
-        eos_token_id=eos_id,
-        forced_eos_token_id=eos_id if forced_eos else None,
-        decoder_start_token_id=pad_id,
-    )
+        vocab_size=vocab_size, activation_function="relu", scale_embedding=True,
+        init_std=hparams.initializer_stddev or 0.02, share_encoder_decoder_embeddings=True,
+        tie_word_embeddings=True, pad_token_id=pad_id, eos_token_id=eos_id,
+        forced_eos_token_id=eos_id if forced_eos else None, decoder_start_token_id=pad_id,
+    )  # fmt: skip
     model = MarianMTModel(config)
     shared = model.get_input_embeddings().weight
     for weight in (model.get_output_embeddings().weight, model.model.decoder.embed_tokens.weight):
@@ -92,39 +125,53 @@ def marian_model(
 
 def set_threads(threads: int) -> None:
     """torch's intra-op and inter-op threads."""
+    import torch
+
     torch.set_num_threads(threads)
     torch.set_num_interop_threads(threads)
 
 
-def teacher_forced_logits(
-    model: MarianMTModel, sources: torch.Tensor, labels: torch.Tensor, pad_id: int
-) -> torch.Tensor:
-    """Logits [B, T, V] for labels [B, T] given sources [B, S]: labels shifted right behind PAD."""
+def padded(rows: Sequence[Sequence[int]], pad_id: int) -> torch.Tensor:
+    """[B, T] ids: each row filled with PAD up to the longest."""
+    import torch
+
+    width = max(map(len, rows))
+    return torch.tensor([[*row, *[pad_id] * (width - len(row))] for row in rows])
+
+
+def train_step(
+    model: MarianMTModel, optimizer: Any, recipe: Recipe, batch: tuple, pad_id: int
+) -> tuple[float, int]:
+    """One update on (sources [B, S], labels [B, T]), teacher-forced: the decoder reads the
+    labels shifted right behind PAD. Returns the loss summed over the non-PAD labels and
+    their count."""
+    import torch
+
+    sources, labels = batch
     decoder_inputs = torch.nn.functional.pad(labels[:, :-1], (1, 0), value=pad_id)
-    return model(
+    logits = model(
         input_ids=sources, attention_mask=sources.ne(pad_id), decoder_input_ids=decoder_inputs
     ).logits
+    count = int(labels.ne(pad_id).sum())
+    loss_sum = recipe.loss_sum(logits, labels, pad_id)
+    optimizer.zero_grad(set_to_none=True)
+    (loss_sum / count).backward()
+    optimizer.step()
+    return loss_sum.item(), count
 
 
-class _Tokenizer:
-    """What CTranslate2's Marian converter reads of a tokenizer (no SentencePiece files)."""
+def beam_search(
+    model: MarianMTModel, inputs: torch.Tensor, pad_id: int, beam_size: int, **settings: Any
+) -> list[list[int]]:
+    """Marian's beam search of inputs [B, S]: each output's ids, without the start symbol."""
+    import torch
 
-    eos_token, unk_token = "</s>", "<unk>"
-
-    def __init__(self, tokens: Sequence[str]) -> None:
-        self.tokens = list(tokens)
-
-    def get_vocab(self) -> dict[str, int]:
-        return {token: index for index, token in enumerate(self.tokens)}
-
-
-class _Converter(TransformersConverter):
-    def __init__(self, model_dir: str, tokens: Sequence[str]) -> None:
-        super().__init__(model_dir)
-        self._tokens = tokens
-
-    def load_tokenizer(self, tokenizer_class: Any, model_name_or_path: str, **kwargs: Any) -> Any:
-        return _Tokenizer(self._tokens)
+    with torch.inference_mode():
+        generated = model.generate(
+            input_ids=inputs, attention_mask=inputs.ne(pad_id), num_beams=beam_size,
+            early_stopping=True, do_sample=False, **settings,
+        )  # fmt: skip
+    return [row[1:] for row in generated.tolist()]
 
 
 def convert_to_ctranslate2(model: MarianMTModel, tokens: Sequence[str], work_dir: str) -> str:
@@ -133,6 +180,123 @@ def convert_to_ctranslate2(model: MarianMTModel, tokens: Sequence[str], work_dir
     `tokens` are the strings of the ids, in Marian's order (EOS 0, UNK 1, PAD
     last); the converter drops PAD, as for every Marian model.
     """
+    from ctranslate2.converters import TransformersConverter
+
+    class Converter(TransformersConverter):
+        """Marian's converter, reading `tokens` instead of SentencePiece files."""
+
+        def load_tokenizer(self, *args: Any, **kwargs: Any) -> Any:
+            vocab = {token: index for index, token in enumerate(tokens)}
+            return SimpleNamespace(eos_token="</s>", unk_token="<unk>", get_vocab=lambda: vocab)
+
     model_dir, output_dir = os.path.join(work_dir, "marian"), os.path.join(work_dir, "ct2")
     model.save_pretrained(model_dir)
-    return _Converter(model_dir, tokens).convert(output_dir)
+    return Converter(model_dir).convert(output_dir)
+
+
+@dataclasses.dataclass(frozen=True)
+class Recipe:
+    """Every setting of the peer's training and decoding that is not its code."""
+
+    name: str  # "ours" or "own".
+    hparams: TransformerHParams  # Model sizes and Adam's; with "ours", everything else too.
+    peak_learning_rate: float = 0.0  # own: the rate at the end of warmup.
+    warmup_steps: int = 0
+    batch_tokens: int = 0  # own: tokens per batch, padding counted.
+    beam_size: int = 4
+    extra_length: int = 50
+    length_penalty: float = 1.0  # Transformers' exponent of the length.
+
+    @classmethod
+    def ours(cls, hparams: TransformerHParams) -> Recipe:
+        if hparams.learning_rate_schedule != "paper":
+            raise app.UsageError(
+                f"--recipe=ours follows the paper's schedule; the set's is "
+                f"{hparams.learning_rate_schedule!r}. Use a set with learning_rate_schedule=paper."
+            )
+        return cls(
+            "ours", hparams, warmup_steps=hparams.warmup_steps, beam_size=hparams.beam_size,
+            extra_length=hparams.extra_length, length_penalty=hparams.alpha,
+        )  # fmt: skip
+
+    def optimizer(self, model: MarianMTModel) -> torch.optim.Adam:
+        """Adam with the set's betas and epsilon; the rate is set per step."""
+        import torch
+
+        betas = (self.hparams.adam_beta1, self.hparams.adam_beta2)
+        return torch.optim.Adam(model.parameters(), betas=betas, eps=self.hparams.adam_epsilon)
+
+    def learning_rate(self, step: int) -> float:
+        """The rate of update `step`, counted from 1."""
+        warmup = self.warmup_steps
+        if self.name == "ours":
+            scale = self.hparams.learning_rate * self.hparams.d_model**-0.5
+            return scale * min(step**-0.5, step * warmup**-1.5)
+        return self.peak_learning_rate * min(step / warmup, (warmup / step) ** 0.5)
+
+    def epoch_batches(self, pairs: Pairs, rng: random.Random) -> list[list[int]]:
+        """One epoch's batches of pair indices, in a shuffled order."""
+        lengths = [max(len(source), len(target)) for source, target in pairs]
+        if self.name == "own":
+            return _sorted_batches(lengths, self.batch_tokens, rng)
+        hparams = self.hparams
+        boundaries = bucket_boundaries(
+            hparams.min_length_bucket, hparams.max_length, hparams.length_bucket_step
+        )
+        buckets: dict[int, list[int]] = {}
+        for index, length in enumerate(lengths):
+            if length <= hparams.max_length:
+                boundary = next(b for b in boundaries if b >= length)
+                buckets.setdefault(boundary, []).append(index)
+        batches = []
+        for boundary, members in buckets.items():
+            rng.shuffle(members)
+            rows = bucket_rows(boundary, hparams.batch_size)
+            batches += [members[i : i + rows] for i in range(0, len(members), rows)]
+        rng.shuffle(batches)
+        return batches
+
+    def loss_sum(self, logits: torch.Tensor, labels: torch.Tensor, pad_id: int) -> torch.Tensor:
+        """Label-smoothed cross-entropy summed over the non-PAD labels."""
+        import torch
+
+        epsilon = self.hparams.label_smoothing
+        if self.name == "own":
+            return torch.nn.functional.cross_entropy(
+                logits.flatten(0, 1),
+                labels.flatten(),
+                ignore_index=pad_id,
+                label_smoothing=epsilon,
+                reduction="sum",
+            )
+        log_probs = torch.log_softmax(logits.float(), dim=-1)
+        true = log_probs.gather(-1, labels.unsqueeze(-1)).squeeze(-1)
+        others = log_probs.sum(-1) - true
+        loss = -(1.0 - epsilon) * true - epsilon / (logits.shape[-1] - 1) * others
+        return (loss * labels.ne(pad_id)).sum()
+
+    def settings(self) -> dict:
+        """The recipe as the JSON line reports it."""
+        hparams = self.hparams
+        fields = {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
+        del fields["hparams"]
+        fields["recipe"] = fields.pop("name")
+        fields.update(label_smoothing=hparams.label_smoothing, dropout=hparams.dropout)
+        if self.name == "ours":  # The rate and the batches come from the set.
+            fields["peak_learning_rate"] = self.learning_rate(self.warmup_steps)
+            fields.update(
+                hparams_learning_rate=hparams.learning_rate, batch_size=hparams.batch_size
+            )
+        return fields
+
+
+def _sorted_batches(lengths: list[int], batch_tokens: int, rng: random.Random) -> list[list[int]]:
+    """Pairs of about one length together; longest * count <= batch_tokens (a longer pair alone)."""
+    order = sorted(range(len(lengths)), key=lambda index: (lengths[index], rng.random()))
+    batches: list[list[int]] = [[]]
+    for index in order:
+        if batches[-1] and lengths[index] * (len(batches[-1]) + 1) > batch_tokens:
+            batches.append([])
+        batches[-1].append(index)
+    rng.shuffle(batches)
+    return batches

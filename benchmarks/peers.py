@@ -1,34 +1,22 @@
-r"""Our speed beside the peers' at the same shapes, in one run: tokens/s and ratios.
+r"""Fixed shapes against the peers, in one run: our tokens/s beside theirs, and the ratios.
 
-The peers a user would pick instead of t2t_keras, built with the dimensions of
---hparams_set (default transformer_base: 6+6 post-norm layers, d_model 512,
-d_ff 2048, 8 heads, ReLU, sinusoid positions, one embedding matrix for the
-encoder, the decoder and the softmax, scaled by sqrt(d_model)), random
-weights and ids, vocabulary 8,000 unless --hparams sets vocab_size:
+The peers (`peer_models.py`) take the dimensions of --hparams_set (default
+transformer_base), random weights and ids, vocabulary 8,000 unless --hparams
+sets vocab_size: Hugging Face Marian (PyTorch, CPU, fp32) trains (forward,
+label-smoothed cross-entropy, backward, Adam) and beam-searches; CTranslate2
+beam-searches that model converted, in fp32 and int8. Ours is the installed
+`t2t-benchmark` at the same shapes (with --xla, --mixed_precision if given),
+run as a subprocess, its JSON line read back. Threads: --threads for torch
+and CTranslate2 (default all cores, as TensorFlow's), and for ours through
+TF_NUM_INTRAOP_THREADS and TF_NUM_INTEROP_THREADS when given.
 
-- Hugging Face Marian (transformers' MarianMTModel, PyTorch, CPU, fp32):
-  training steps (forward, label-smoothed cross-entropy, backward, Adam) and
-  beam search;
-- CTranslate2: that same Marian model converted, beam search in fp32 and int8;
-- ours: the installed `t2t-benchmark` command, run as a subprocess with the
-  same shapes (and --xla, --mixed_precision if given), its JSON line read back.
+Every hypothesis is exactly --fixed_output_length tokens (EOS barred before,
+no longer allowed; the peers' lengths are checked); ours then writes the EOS
+it forces, one decoder step more than the peers take. Rounds alternate ours
+and the peers, since the machine's speed drifts; the table at the end gives
+the medians of the rates and of the per-round ratios ours/peer.
 
-Threads: torch's and CTranslate2's `intra_threads` are --threads (default all
-cores, as TensorFlow's); an explicit --threads also reaches ours through
-TF_NUM_INTRAOP_THREADS and TF_NUM_INTEROP_THREADS.
-
-Every decoder gives every hypothesis exactly --fixed_output_length tokens (EOS
-barred before, no longer allowed); the peers' output lengths are checked. Ours
-then writes the EOS it forces, one decoder step more than the peers take. Rounds
-alternate ours and the peers, since the machine's speed drifts; each round
-prints its ratios, and the table at the end gives the medians of the rates and
-of the per-round ratios ours/peer.
-
-Install the peers first (on a CPU-only machine a CPU build of torch before the
-extra, or pip fetches a CUDA one): `pip install torch==2.13.0`, then
-`pip install '.[peers]'`. Then, from any directory:
-
-    python benchmarks/peers.py --rounds=3 --modes=train,decode
+    .venv/bin/python benchmarks/peers.py --rounds=3 --modes=train,decode
 
 stdout: one JSON line per measurement and per round's ratios, then the table.
 """
@@ -36,32 +24,19 @@ stdout: one JSON line per measurement and per round's ratios, then the table.
 from __future__ import annotations
 
 import copy
-import json
+import functools
 import os
+import random
 import statistics
 import tempfile
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable
 
-import ctranslate2
-import torch
+import peer_models
 from absl import app, flags
-from peer_models import (
-    MARIAN_VERSION,
-    check_marian_can_copy,
-    convert_to_ctranslate2,
-    marian_model,
-    set_threads,
-    teacher_forced_logits,
-)
 from rounds import markdown_table, median_ratio, median_seconds
-from t2t_commands import machine_facts, t2t_benchmark
-from transformers import MarianMTModel
+from t2t_commands import emit, machine_facts, t2t_benchmark
 
-import t2t_keras.hparams  # noqa: F401  Registers the hparams sets, without TensorFlow.
-from t2t_keras import registry
 from t2t_keras.benchmark import with_vocabulary
-from t2t_keras.errors import UserError
 from t2t_keras.models.transformer_hparams import TransformerHParams
 
 MODES = ("train", "decode")
@@ -89,37 +64,15 @@ FLAGS = flags.FLAGS
 # expects: EOS 0, UNK 1, then words, PAD last (also the decoder's start symbol,
 # a zero embedding).
 EOS_ID, FIRST_WORD_ID = 0, 2
-CT2_TYPES = ("float32", "int8")
-PRECISIONS = {"float32": "fp32", "int8": "int8"}
+COLUMNS = ("t2t_keras", "marian", "ctranslate2 fp32", "ctranslate2 int8")
+Calls = dict[tuple[str, str], Callable[[], object]]
 
 
-def resolve_hparams(hparams_set: str, overrides: str) -> TransformerHParams:
-    """The set with overrides and a vocabulary; refuses what Marian cannot copy."""
-    try:
-        hparams = registry.hparams(hparams_set).override(overrides)
-    except UserError as error:
-        raise app.UsageError(str(error)) from None
-    if not isinstance(hparams, TransformerHParams):
-        raise app.UsageError(f"--hparams_set={hparams_set} is not a Transformer's hparams set.")
-    hparams = with_vocabulary(hparams)  # As t2t-benchmark's.
-    try:
-        check_marian_can_copy(hparams)
-    except ValueError as error:
-        raise app.UsageError(f"--hparams_set={hparams_set}: {error}") from None
-    return hparams
-
-
-def vocabulary(vocab_size: int) -> list[str]:
-    """Token strings of the ids: EOS, UNK, words, PAD last."""
-    words = [f"w{i}" for i in range(FIRST_WORD_ID, vocab_size - 1)]
-    return ["</s>", "<unk>", *words, "<pad>"]
-
-
-def random_ids(batch: int, length: int, vocab_size: int, seed: int) -> torch.Tensor:
-    """[batch, length] word ids ending with EOS, no padding."""
-    generator = torch.Generator().manual_seed(seed)
-    words = torch.randint(FIRST_WORD_ID, vocab_size - 1, (batch, length - 1), generator=generator)
-    return torch.nn.functional.pad(words, (0, 1), value=EOS_ID)
+def random_rows(batch: int, length: int, vocab_size: int, seed: int) -> list[list[int]]:
+    """`batch` rows of `length - 1` random word ids, then EOS."""
+    rng = random.Random(seed)
+    words = range(FIRST_WORD_ID, vocab_size - 1)
+    return [[*rng.choices(words, k=length - 1), EOS_ID] for _ in range(batch)]
 
 
 def shapes(mode: str) -> dict[str, int]:
@@ -135,106 +88,87 @@ def measurement(mode: str, seconds: float) -> dict:
     sentences, length = FLAGS.batch_sentences, FLAGS.tgt_length
     if mode == "decode":
         sentences, length = FLAGS.decode_batch, FLAGS.fixed_output_length
-    return {
-        "mode": mode,
-        **shapes(mode),
-        "steps": FLAGS.steps,
-        "step_time_s": seconds,
+    rates = {
         "tgt_tokens_per_s": sentences * length / seconds,
         "sentences_per_s": sentences / seconds,
     }
+    return {"mode": mode, **shapes(mode), "steps": FLAGS.steps, "step_time_s": seconds, **rates}
 
 
-def marian_train(model: MarianMTModel, hparams: TransformerHParams) -> dict:
-    """Training steps of a copy of `model` on one fixed random batch, as t2t-benchmark's."""
-    model = copy.deepcopy(model).train()
-    vocab_size, pad_id = hparams.vocab_size, model.config.pad_token_id
-    sources = random_ids(FLAGS.batch_sentences, FLAGS.src_length, vocab_size, FLAGS.seed + 1)
-    labels = random_ids(FLAGS.batch_sentences, FLAGS.tgt_length, vocab_size, FLAGS.seed + 2)
-    optimizer = torch.optim.Adam(
-        model.parameters(),
-        lr=1e-4,
-        betas=(hparams.adam_beta1, hparams.adam_beta2),
-        eps=hparams.adam_epsilon,
-    )
-    loss_function = torch.nn.CrossEntropyLoss(label_smoothing=hparams.label_smoothing)
+def peer_calls(hparams: TransformerHParams, modes: list[str], work_dir: str) -> Calls:
+    """{(mode, peer): one timed call}: Marian's training step on one fixed batch, as
+    t2t-benchmark's; Marian's and CTranslate2's (fp32, int8) searches of one batch,
+    each checked to give exactly --fixed_output_length tokens per output."""
+    import ctranslate2
 
-    def step() -> float:
-        logits = teacher_forced_logits(model, sources, labels, pad_id)
-        loss = loss_function(logits.flatten(0, 1), labels.flatten())
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        return loss.item()
-
-    seconds = median_seconds(step, FLAGS.warmup_steps, FLAGS.steps)
-    return measurement("train", seconds)
-
-
-def marian_decode(model: MarianMTModel, hparams: TransformerHParams) -> dict:
-    """Beam search of the batch to exactly --fixed_output_length tokens per hypothesis."""
-    model.eval()
-    length, pad_id = FLAGS.fixed_output_length, model.config.pad_token_id
-    sources = random_ids(FLAGS.decode_batch, FLAGS.src_length, hparams.vocab_size, FLAGS.seed + 3)
-
-    @torch.inference_mode()
-    def search() -> torch.Tensor:
-        return model.generate(
-            input_ids=sources,
-            attention_mask=sources.ne(pad_id),
-            num_beams=FLAGS.beam_size,
-            early_stopping=True,
-            do_sample=False,
-            min_new_tokens=length,
-            max_new_tokens=length,
+    vocab_size, pad_id = hparams.vocab_size, hparams.vocab_size - 1
+    marian = peer_models.marian_model(hparams, vocab_size, pad_id, EOS_ID, False, FLAGS.seed)
+    calls: Calls = {}
+    if "train" in modes:
+        model, recipe = copy.deepcopy(marian).train(), peer_models.Recipe("own", hparams)
+        optimizer = recipe.optimizer(model)
+        batch = tuple(
+            peer_models.padded(random_rows(FLAGS.batch_sentences, n, vocab_size, seed), pad_id)
+            for n, seed in ((FLAGS.src_length, FLAGS.seed + 1), (FLAGS.tgt_length, FLAGS.seed + 2))
         )
-
-    outputs = search()[:, 1:]  # Without the start symbol.
-    if outputs.shape[1] != length or bool(outputs.eq(EOS_ID).any() | outputs.eq(pad_id).any()):
-        raise RuntimeError(f"Marian's outputs are not all {length} words: {outputs.tolist()}")
-    seconds = median_seconds(search, FLAGS.warmup_steps, FLAGS.steps)
-    return measurement("decode", seconds)
-
-
-def ctranslate2_decode(translator: ctranslate2.Translator, hparams: TransformerHParams) -> dict:
-    """The same search through CTranslate2; every output checked to be the fixed length."""
-    length = FLAGS.fixed_output_length
-    tokens = vocabulary(hparams.vocab_size)
-    sources = random_ids(FLAGS.decode_batch, FLAGS.src_length, hparams.vocab_size, FLAGS.seed + 3)
-    batch = [[tokens[i] for i in row] for row in sources.tolist()]
-
-    def search() -> list[Any]:
-        return translator.translate_batch(
-            batch,
-            beam_size=FLAGS.beam_size,
-            min_decoding_length=length,
-            max_decoding_length=length,
+        step = peer_models.train_step
+        calls["train", "marian"] = functools.partial(step, model, optimizer, recipe, batch, pad_id)
+    if "decode" not in modes:
+        return calls
+    length, tokens = FLAGS.fixed_output_length, vocabulary(vocab_size)
+    rows = random_rows(FLAGS.decode_batch, FLAGS.src_length, vocab_size, FLAGS.seed + 3)
+    marian.eval()
+    calls["decode", "marian"] = functools.partial(
+        peer_models.beam_search, marian, peer_models.padded(rows, pad_id), pad_id,
+        FLAGS.beam_size, min_new_tokens=length, max_new_tokens=length,
+    )  # fmt: skip
+    outputs = calls["decode", "marian"]()
+    if any(len(row) != length or EOS_ID in row or pad_id in row for row in outputs):
+        raise RuntimeError(f"Marian's outputs are not all {length} words: {outputs}")
+    ct2_dir = peer_models.convert_to_ctranslate2(marian, tokens, work_dir)
+    for precision, compute_type in (("fp32", "float32"), ("int8", "int8")):
+        translator = ctranslate2.Translator(
+            ct2_dir, compute_type=compute_type, intra_threads=FLAGS.threads
         )
+        call = calls["decode", f"ctranslate2 {precision}"] = functools.partial(
+            translator.translate_batch, [[tokens[i] for i in row] for row in rows],
+            beam_size=FLAGS.beam_size, min_decoding_length=length, max_decoding_length=length,
+        )  # fmt: skip
+        lengths = {len(result.hypotheses[0]) for result in call()}
+        if lengths != {length}:
+            raise RuntimeError(
+                f"CTranslate2's outputs have {sorted(lengths)} tokens, not {length}."
+            )
+    return calls
 
-    lengths = {len(result.hypotheses[0]) for result in search()}
-    if lengths != {length}:
-        raise RuntimeError(f"CTranslate2's outputs have {sorted(lengths)} tokens, not {length}.")
-    seconds = median_seconds(search, FLAGS.warmup_steps, FLAGS.steps)
-    return measurement("decode", seconds)
+
+def vocabulary(vocab_size: int) -> list[str]:
+    """Token strings of the ids: EOS, UNK, words, PAD last."""
+    words = [f"w{i}" for i in range(FIRST_WORD_ID, vocab_size - 1)]
+    return ["</s>", "<unk>", *words, "<pad>"]
 
 
-def ours_arguments(mode: str, hparams: TransformerHParams) -> list[str]:
-    """t2t-benchmark's flags for the same shapes."""
-    overrides = ",".join(
-        part for part in (FLAGS.hparams, f"vocab_size={hparams.vocab_size}") if part
+def peer_fields(label: str) -> dict[str, str]:
+    """The system, version and precision of the peer `label` names."""
+    import ctranslate2
+
+    system, _, precision = label.partition(" ")
+    version = peer_models.marian_version() if system == "marian" else ctranslate2.__version__
+    return {"system": system, "version": version, "precision": precision or "fp32"}
+
+
+def ours(mode: str, hparams: TransformerHParams) -> dict:
+    """t2t-benchmark's JSON line for the same shapes."""
+    overrides = ",".join(filter(None, (FLAGS.hparams, f"vocab_size={hparams.vocab_size}")))
+    given = {name: FLAGS[name].value for name in ("xla", "mixed_precision")}
+    arguments = {
+        "mode": mode, "hparams_set": FLAGS.hparams_set, "hparams": overrides, **shapes(mode),
+        "steps": FLAGS.steps, "warmup_steps": FLAGS.warmup_steps,
+        **{name: value for name, value in given.items() if value is not None},
+    }  # fmt: skip
+    return t2t_benchmark(
+        [f"--{name}={value}" for name, value in arguments.items()], ours_environment()
     )
-    arguments = [
-        f"--mode={mode}",
-        f"--hparams_set={FLAGS.hparams_set}",
-        f"--hparams={overrides}",
-        *(f"--{name}={value}" for name, value in shapes(mode).items()),
-        f"--steps={FLAGS.steps}",
-        f"--warmup_steps={FLAGS.warmup_steps}",
-    ]
-    for name in ("xla", "mixed_precision"):
-        if FLAGS[name].value is not None:
-            arguments.append(f"--{name}={FLAGS[name].value}")
-    return arguments
 
 
 def ours_environment() -> dict[str, str]:
@@ -246,70 +180,23 @@ def ours_environment() -> dict[str, str]:
     return environment
 
 
-def ours(mode: str, hparams: TransformerHParams) -> dict:
-    """t2t-benchmark's JSON line for `mode`."""
-    return t2t_benchmark(ours_arguments(mode, hparams), ours_environment())
-
-
-class Peers:
-    """The peers' models, built once: Marian, and for decoding CTranslate2 per compute type."""
-
-    def __init__(self, hparams: TransformerHParams, modes: Sequence[str], work_dir: str) -> None:
-        self.hparams = hparams
-        torch.manual_seed(FLAGS.seed)
-        pad_id = hparams.vocab_size - 1
-        self.marian = marian_model(hparams, hparams.vocab_size, pad_id, EOS_ID, forced_eos=False)
-        self.translators: dict[str, ctranslate2.Translator] = {}
-        if "decode" in modes:
-            tokens = vocabulary(hparams.vocab_size)
-            ct2_dir = convert_to_ctranslate2(self.marian, tokens, work_dir)
-            for compute_type in CT2_TYPES:
-                self.translators[compute_type] = ctranslate2.Translator(
-                    ct2_dir, compute_type=compute_type, intra_threads=FLAGS.threads
-                )
-
-    def measure(self, mode: str) -> list[dict]:
-        """One measurement per peer that does `mode`, each with its system and precision."""
-        marian = {"system": "marian", "version": MARIAN_VERSION, "precision": "fp32"}
-        if mode == "train":
-            return [{**marian, **marian_train(self.marian, self.hparams)}]
-        results = [{**marian, **marian_decode(self.marian, self.hparams)}]
-        for compute_type, translator in self.translators.items():
-            ct2 = {"system": "ctranslate2", "version": ctranslate2.__version__}
-            ct2["precision"] = PRECISIONS[compute_type]
-            results.append({**ct2, **ctranslate2_decode(translator, self.hparams)})
-        return results
-
-
-def label(measurement: dict) -> str:
-    """The table's name of a measurement's system."""
-    if measurement["system"] == "ctranslate2":
-        return f"ctranslate2 {measurement['precision']}"
-    return measurement["system"]
-
-
-def emit(measurement: dict, machine: dict) -> None:
-    """One JSON line: the measurement, then the machine's fields (`machine_facts`)."""
-    print(json.dumps({**measurement, **machine}), flush=True)
-
-
-def run_round(number: int, mode: str, peers: Peers, machine: dict) -> dict[str, float]:
+def run_round(
+    number: int, mode: str, hparams: TransformerHParams, calls: Calls, machine: dict
+) -> dict[str, float]:
     """Ours then the peers; prints each, then the ratios. Returns {label: target tokens/s}."""
     common = {"round": number, "hparams_set": FLAGS.hparams_set, "threads": FLAGS.threads}
-    ours_result = {"system": "t2t_keras", **common, **ours(mode, peers.hparams)}
-    emit(ours_result, {})  # t2t-benchmark's line names the machine itself.
+    ours_result = {"system": "t2t_keras", **common, **ours(mode, hparams)}
+    emit(ours_result)  # t2t-benchmark's line names the machine itself.
     rates = {"t2t_keras": ours_result["tgt_tokens_per_s"]}
-    for result in peers.measure(mode):
-        emit({**common, **result}, machine)
-        rates[label(result)] = result["tgt_tokens_per_s"]
-    ratios = {
-        name: rates["t2t_keras"] / rate for name, rate in rates.items() if name != "t2t_keras"
-    }
+    for (call_mode, label), call in calls.items():
+        if call_mode == mode:
+            seconds = median_seconds(call, FLAGS.warmup_steps, FLAGS.steps)
+            result = {**common, **peer_fields(label), **measurement(mode, seconds)}
+            emit(result, machine)
+            rates[label] = result["tgt_tokens_per_s"]
+    ratios = {name: rates["t2t_keras"] / rate for name, rate in list(rates.items())[1:]}
     emit({"round": number, "mode": mode, "ours_over_peer": ratios}, machine)
     return rates
-
-
-COLUMNS = ("t2t_keras", "marian", "ctranslate2 fp32", "ctranslate2 int8")
 
 
 def table(results: dict[str, list[dict[str, float]]]) -> str:
@@ -320,13 +207,8 @@ def table(results: dict[str, list[dict[str, float]]]) -> str:
     for mode, rounds in results.items():
         rates = [[r[name] for r in rounds if name in r] for name in COLUMNS]
         ratios = [median_ratio(rounds, "t2t_keras", name) for name in COLUMNS[1:]]
-        rows.append(
-            [
-                mode,
-                *(f"{statistics.median(found):.1f}" if found else "-" for found in rates),
-                *(f"{ratio:.3f}" if ratio is not None else "-" for ratio in ratios),
-            ]
-        )
+        rows.append([mode, *(f"{statistics.median(found):.1f}" if found else "-" for found in rates),
+                     *(f"{ratio:.3f}" if ratio is not None else "-" for ratio in ratios)])  # fmt: skip
     return markdown_table(header, rows)
 
 
@@ -335,24 +217,22 @@ def main(argv: list[str]) -> None:
     modes = [mode for mode in MODES if mode in FLAGS.modes]
     if not modes or set(FLAGS.modes) - set(MODES):
         raise app.UsageError(f"--modes takes {', '.join(MODES)}, not {FLAGS.modes}.")
-    set_threads(FLAGS.threads)
-    hparams = resolve_hparams(FLAGS.hparams_set, FLAGS.hparams)
+    peer_models.set_threads(FLAGS.threads)
+    # The vocabulary of t2t-benchmark's random ids.
+    hparams = with_vocabulary(peer_models.peer_hparams(FLAGS.hparams_set, FLAGS.hparams))
     results: dict[str, list[dict[str, float]]] = {mode: [] for mode in modes}
     machine = machine_facts(ours_environment())
     with tempfile.TemporaryDirectory(prefix="t2t_peers_") as work_dir:
-        peers = Peers(hparams, modes, work_dir)
+        calls = peer_calls(hparams, modes, work_dir)
         for number in range(1, FLAGS.rounds + 1):
             for mode in modes:
-                results[mode].append(run_round(number, mode, peers, machine))
-    print(
-        f"\nOn {machine['cpu']} ({machine['cores']} cores; "
-        f"{', '.join(name for name, on in machine['cpu_flags'].items() if on)}; "
-        f"oneDNN {'on' if machine['onednn'] else 'off'}; "
-        f"{machine['matmul_fp32_flops_per_s'] / 1e9:.0f} GFLOP/s fp32). "
-        f"Medians of {FLAGS.rounds} round(s), target tokens/s, {FLAGS.hparams_set} "
-        f"(vocabulary {hparams.vocab_size}), {FLAGS.threads} thread(s); "
-        "ratios are medians of the per-round ours/peer:"
-    )
+                results[mode].append(run_round(number, mode, hparams, calls, machine))
+    cpu_flags = ", ".join(name for name, on in machine["cpu_flags"].items() if on)
+    print(f"\nOn {machine['cpu']} ({machine['cores']} cores; {cpu_flags}; oneDNN "
+          f"{'on' if machine['onednn'] else 'off'}; {machine['matmul_fp32_flops_per_s'] / 1e9:.0f} "
+          f"GFLOP/s fp32). Medians of {FLAGS.rounds} round(s), target tokens/s, {FLAGS.hparams_set} "
+          f"(vocabulary {hparams.vocab_size}), {FLAGS.threads} thread(s); ratios are medians of "
+          "the per-round ours/peer:")  # fmt: skip
     print(table(results), flush=True)
 
 

@@ -1,24 +1,20 @@
-"""Time from a termination signal to t2t-trainer's exit: what a preemption grace period needs.
+"""Preemption: time from a termination signal to t2t-trainer's exit, and a lost worker's.
 
     .venv/bin/python benchmarks/preemption.py [--hparams_sets=transformer_tiny,transformer_base]
         [--rounds=3] [--work_dir=DIR]
 
 For each hparams set and round, a real `t2t-trainer` (number words, XLA
-attention, as a user runs it) gets SIGTERM at two moments:
-
-- mid-training: at a random point inside a step after step 3; the trainer
-  finishes that step, saves it (model and Adam slots) and exits;
-- start-up: at a random moment between taking the output_dir lock and the
-  first step (building, restoring, the first compilation), when nothing is
-  unsaved; the trainer exits at once.
-
-And a lost worker: two `multi_worker_mirrored` workers of transformer_tiny on
-localhost, worker 1 killed (SIGKILL) or frozen (SIGSTOP) after step 3; the
-time until worker 0 exits (status 75, a paragraph naming worker 1).
+attention) gets SIGTERM mid-training (at a random point inside a step after
+step 3: it finishes and saves that step, Adam's slots included, and exits)
+and at start-up (between taking the output_dir lock and the first step:
+nothing is unsaved, it exits at once). And two `multi_worker_mirrored`
+workers of transformer_tiny on localhost, worker 1 killed (SIGKILL) or
+frozen (SIGSTOP) after step 3: the time until worker 0 exits (status 75, a
+paragraph naming worker 1).
 
 Prints one JSON line: per set and moment, the median seconds from the signal
-to the process's end, the rounds' values, the exit codes, the steps saved and
-the size of a checkpoint; per way of losing a worker, the survivor's seconds.
+to the process's end, the rounds' values, exit codes, steps saved and a
+checkpoint's size; per way of losing a worker, the survivor's seconds.
 """
 
 from __future__ import annotations
@@ -51,18 +47,11 @@ PROBLEM = "translate_number_words_en_de"
 
 def _trainer(data_dir: Path, output_dir: Path, hparams_set: str) -> list[str]:
     return [
-        *t2t("t2t-trainer"),
-        f"--problem={PROBLEM}",
-        f"--hparams_set={hparams_set}",
-        f"--data_dir={data_dir}",
-        f"--output_dir={output_dir}",
-        "--train_steps=100000",
-        "--save_checkpoints_steps=100000",
-        "--eval_every_steps=0",
-        "--eval_bleu_examples=0",
-        "--log_step_count_steps=1",
-        "--xla=attention",
-    ]
+        *t2t("t2t-trainer"), f"--problem={PROBLEM}", f"--hparams_set={hparams_set}",
+        f"--data_dir={data_dir}", f"--output_dir={output_dir}", "--train_steps=100000",
+        "--save_checkpoints_steps=100000", "--eval_every_steps=0", "--eval_bleu_examples=0",
+        "--log_step_count_steps=1", "--xla=attention",
+    ]  # fmt: skip
 
 
 def _wait_for(log: Path, pattern: str, process: subprocess.Popen) -> float:
@@ -129,15 +118,8 @@ def main(argv: list[str]) -> None:
     work = Path(FLAGS.work_dir or tempfile.mkdtemp(prefix="preemption_"))
     data_dir = work / "data"
     if not data_dir.exists():
-        datagen = t2t("t2t-datagen")
-        run(
-            [
-                *datagen,
-                f"--problem={PROBLEM}",
-                f"--data_dir={data_dir}",
-                f"--tmp_dir={work / 'tmp'}",
-            ]
-        )
+        datagen = [*t2t("t2t-datagen"), f"--problem={PROBLEM}", f"--tmp_dir={work / 'tmp'}"]
+        run([*datagen, f"--data_dir={data_dir}"])
     rng, report = random.Random(1), {}
     for hparams_set in FLAGS.hparams_sets:
         for moment in ("mid_training", "start_up"):
@@ -147,23 +129,23 @@ def main(argv: list[str]) -> None:
                 trainer = _trainer(data_dir, output_dir, hparams_set)
                 runs.append(_signal_at(moment, trainer, output_dir, rng))
                 size = max(size, _checkpoint_bytes(output_dir))
-            report[f"{hparams_set}/{moment}"] = {
-                "median_seconds": statistics.median(run["seconds"] for run in runs),
-                "runs": runs,
+            found = report[f"{hparams_set}/{moment}"] = {
+                **_medians(runs),
                 "checkpoint_megabytes": round(size / 1e6, 1),
             }
-            print(json.dumps({hparams_set: report[f"{hparams_set}/{moment}"]}), file=sys.stderr)
-    lost = {}
-    for how in (signal.SIGKILL, signal.SIGSTOP):
-        runs = [
+            print(json.dumps({hparams_set: found}), file=sys.stderr)
+    lost = {
+        how.name: _medians([
             _lost_worker(data_dir, work / f"lost_{how.name}_{round_}", how)
             for round_ in range(FLAGS.rounds)
-        ]
-        lost[how.name] = {
-            "median_seconds": statistics.median(run["seconds"] for run in runs),
-            "runs": runs,
-        }
+        ])
+        for how in (signal.SIGKILL, signal.SIGSTOP)
+    }  # fmt: skip
     print(json.dumps({**machine_facts(), "signal_to_exit": report, "survivor_stops_after": lost}))
+
+
+def _medians(runs: list[dict]) -> dict:
+    return {"median_seconds": statistics.median(run["seconds"] for run in runs), "runs": runs}
 
 
 if __name__ == "__main__":

@@ -1,29 +1,28 @@
 """Quality per training minute: what a run's checkpoints score at each minute of its budget.
 
-    .venv/bin/python benchmarks/train_multi30k.py --curve_minutes=5,10,15,20 > ours.json
-    .venv/bin/python benchmarks/peers_multi30k.py --curve_minutes=5,10,15,20 > peer.json
     .venv/bin/python benchmarks/quality_curve.py --plot=quality.png --test_set=test_2016_flickr \
         ours.json peer.json
 
-A learning-rate schedule that does not depend on the budget (the inverse
-square root decay of both recipes) makes one run's model at minute m the
-model of an m-minute run, so one run per system gives the whole curve. Ours
-averages the last --average checkpoints saved by minute m, as a run of m
-minutes would at its end; the peer is scored on its weights at minute m.
-Minutes are those of the budget: reference minutes with --reference_minutes
-(the default), this machine's with --minutes or --steps.
-
-Given JSON files, this draws each file's "curve" (the last JSON line with
-one) as BLEU of --test_set against minutes, and prints the same as a
-Markdown table.
+The inputs are the stdout of `train_multi30k.py` and `peers_multi30k.py`
+run with --curve_minutes=5,10,15,20,30. A schedule that does not depend on
+the budget (the inverse square root decay of both recipes) makes one run's
+model at minute m the model of an m-minute run, so one run per system gives
+the curve: ours averages the last --average checkpoints saved by minute m,
+as a run of m minutes would at its end; the peer is scored on its weights at
+minute m. Minutes are the budget's: reference minutes with
+--reference_minutes (the default), this machine's with --minutes or --steps.
+This tables each file's "curve" (its last JSON line with one), BLEU of
+--test_set against minutes, and draws it with --plot.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 from collections.abc import Callable, Sequence
+
+from loss_curves import last_record
+from rounds import markdown_table
 
 # A checkpoint saved this long after a curve minute still belongs to it: the
 # trainer writes the last checkpoint of a budget just after the budget ends.
@@ -36,9 +35,8 @@ def saved_checkpoints(output_dir: str) -> list[tuple[int, float, str]]:
     for name in os.listdir(output_dir):
         if name.startswith("ckpt-") and name.endswith(".index"):
             prefix = os.path.join(output_dir, name[: -len(".index")])
-            found.append(
-                (int(prefix.rsplit("-", 1)[1]), os.path.getmtime(prefix + ".index"), prefix)
-            )
+            step = int(prefix.rsplit("-", 1)[1])
+            found.append((step, os.path.getmtime(prefix + ".index"), prefix))
     return sorted(found)
 
 
@@ -50,22 +48,12 @@ def curve(
     score: Callable[[list[str], str], dict],
     window: float = 1.0,
 ) -> list[dict]:
-    """One point per minute m: score(the checkpoints saved by m, a name for them).
-
-    Args:
-      minutes: the curve's minutes, of the budget's kind.
-      minute_seconds: wall seconds of one such minute here.
-      started: `time.time()` when training started.
-      output_dir: the training directory, every checkpoint of the budget kept.
-      score: decodes and scores a model made of the given checkpoints.
-      window: only the checkpoints of the last `window` share of the m minutes
-        (the newest always): a run of m minutes that averages its last 5 of
-        30 checkpoints averages those of its last 5/30.
-
-    Returns:
-      [{"minutes": m, "step": the newest checkpoint's step, **score(...)}], the
-      minutes before the first checkpoint left out.
-    """
+    """One point per minute m of the budget (`minute_seconds` of wall time each, from
+    `started`, a `time.time()`): {"minutes": m, "step": the newest checkpoint's step,
+    **score(checkpoints, a name for them)}, the minutes before the first checkpoint left
+    out. The checkpoints are those of output_dir saved by m, only of the last `window`
+    share of its m minutes (the newest always): a run of m minutes that averages its
+    last 5 of 30 checkpoints averages those of its last 5/30."""
     checkpoints = saved_checkpoints(output_dir)
     points = []
     for minute in minutes:
@@ -81,31 +69,23 @@ def curve(
 
 def read_curve(path: str) -> tuple[str, str, list[dict]]:
     """(system, budget, curve) of the last JSON line of `path` that has a "curve"."""
-    found = None
-    with open(path, encoding="utf-8") as file:
-        for line in file:
-            if line.startswith("{"):
-                record = json.loads(line)
-                if record.get("curve"):
-                    found = record
+    found = last_record(path, "curve")
     if found is None:
         raise SystemExit(f'{path}: no JSON line with a "curve" (run with --curve_minutes).')
-    name = found.get("system", os.path.basename(path))
-    return name, found.get("budget", ""), found["curve"]
+    return found.get("system", os.path.basename(path)), found.get("budget", ""), found["curve"]
 
 
 def table(curves: Sequence[tuple[str, str, list[dict]]], test_set: str) -> str:
     """A Markdown table: one row per system, one column per minute, BLEU (step)."""
     minutes = sorted({point["minutes"] for _, _, points in curves for point in points})
-    rows = ["| system | " + " | ".join(f"{m:g} min" for m in minutes) + " |"]
-    rows.append("|---" * (len(minutes) + 1) + "|")
+    rows = []
     for name, _, points in curves:
         at = {point["minutes"]: point for point in points}
-        cells = [
+        cells = (
             f"{at[m][test_set]['bleu']:.2f} ({at[m]['step']})" if m in at else "" for m in minutes
-        ]
-        rows.append(f"| {name} | " + " | ".join(cells) + " |")
-    return "\n".join(rows)
+        )
+        rows.append([name, *cells])
+    return markdown_table(["system", *(f"{m:g} min" for m in minutes)], rows)
 
 
 def plot(curves: Sequence[tuple[str, str, list[dict]]], test_set: str, path: str) -> None:
@@ -117,12 +97,8 @@ def plot(curves: Sequence[tuple[str, str, list[dict]]], test_set: str, path: str
     FigureCanvasAgg(figure)
     axes = figure.add_subplot()
     for name, _, points in curves:
-        axes.plot(
-            [point["minutes"] for point in points],
-            [point[test_set]["bleu"] for point in points],
-            marker="o",
-            label=name,
-        )
+        bleu = [point[test_set]["bleu"] for point in points]
+        axes.plot([point["minutes"] for point in points], bleu, marker="o", label=name)
     kind = "reference minutes" if "reference" in curves[0][1] else "minutes"
     axes.set_xlabel(f"training {kind} (2 CPU cores)")
     axes.set_ylabel(f"{test_set} sacreBLEU")

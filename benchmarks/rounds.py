@@ -22,11 +22,8 @@ def round_order(items: Sequence[Item], round_index: int) -> list[Item]:
 
 
 def median_seconds(run: Callable[[], Any], warmup: int, repeats: int) -> float:
-    """Median seconds of `repeats` calls of `run`, after `warmup` untimed ones.
-
-    t2t-benchmark's own (`t2t_keras.benchmark.measure.time_runs`) imports
-    TensorFlow, which the peers' PyTorch process does without.
-    """
+    """Median seconds of `repeats` calls of `run`, after `warmup` untimed ones (as
+    `t2t_keras.benchmark.measure.time_runs`, without importing TensorFlow)."""
     for _ in range(warmup):
         run()
     return statistics.median(timeit.repeat(run, repeat=repeats, number=1))

@@ -1,29 +1,24 @@
-r"""Where the compiled search spends a real file's decoding: each XLA operation, timed.
+r"""Where the search's time goes: each XLA operation of the compiled search, timed.
 
 Loads a trained model as t2t-decoder does (--xla=full) and translates a raw
 source file (default Multi30k's test_2016_flickr) once, which compiles the
-slot search, then --rounds more times under TensorFlow's profiler. XLA's CPU
-runtime runs one operation at a time, each on one of the cores, so the times
-of its operations sum to the search's wall time. This sums each compiled
-operation's time over those rounds and names it by what XLA's optimized
-module says of it (its shape and the TensorFlow op it came from, read from a
-dump of the search's compilation, which this process makes afresh: no XLA
-cache is used), then prints:
-
-- one JSON line per round: sentences/s (under the profiler, a little slower
-  than without), the slot steps the search ran and its compiled shapes;
-- one JSON line per operation kind (matrix products, fused loops, copies,
-  scatters and gathers, the rest): milliseconds per slot step and share;
-- one JSON line for each of the --top operations, then a Markdown table of them.
-
-A slot step advances every slot by one output position (`search.slots`), so
-milliseconds per step compare files, slot counts and model sizes.
+slot search afresh (no XLA cache, its optimized module dumped), then
+--rounds more times under TensorFlow's profiler. XLA's CPU runtime runs one
+operation at a time, so its operations' times sum to the search's wall
+time; each is named by its shape and the TensorFlow op it came from, as
+the dump says. Prints one JSON line per round (sentences/s, a little slower
+under the profiler; slot steps; compiled shapes), per operation kind
+(matrix products, fused loops, copies, scatters and gathers, the rest:
+milliseconds per slot step and share) and per --top operation, then a
+Markdown table of those. A slot step advances every slot by one output
+position (`search.slots`), so milliseconds per step compare files, slot
+counts and model sizes.
 
 With --fixed_shapes it profiles instead the search that `t2t-benchmark
 --mode=decode` and `benchmarks/peers.py` time: random weights of
 --hparams_set (vocabulary 8,000), one batch of --decode_batch inputs of
---src_length tokens searched to exactly --fixed_output_length tokens, no
-trained model needed; its steps are the search's output positions.
+--src_length tokens searched to exactly --fixed_output_length tokens; its
+steps are the search's output positions.
 
     .venv/bin/python benchmarks/search_profile.py --trained_dir=TRAIN/averaged
     .venv/bin/python benchmarks/search_profile.py --fixed_shapes  # transformer_base, beam 4, 32 x 30
@@ -31,25 +26,28 @@ trained model needed; its steps are the search's output positions.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from absl import app, flags, logging
 from rounds import markdown_table
-from t2t_commands import machine_facts
+from t2t_commands import emit, machine_facts
+from trained_model import TEST_SOURCE, load_translator, source_lines, xla_cache_environment
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "multi30k"
 # The compiled functions' names, which their modules' names hold: the slot search's
 # (`SlotLoop.compiled`) and the batch search's of --fixed_shapes (`Decoder`).
 SLOT_SEARCH_FUNCTION = "run"
 BATCH_SEARCH_FUNCTION = "_search_ids"
-KINDS = (("dot", "matrix products"), ("fusion", "fused loops"), ("copy", "copies"))
+# Each operation's kind, by the start of its opcode.
+KINDS = (("dot", "matrix products"), ("fusion", "fused loops"), ("copy", "copies"),
+         *((opcode, "scatters and gathers") for opcode in
+           ("scatter", "gather", "dynamic-update-slice", "dynamic-slice")))  # fmt: skip
 
 flags.DEFINE_string("trained_dir", None, "The training directory (or averaged/) to decode with.")
 flags.DEFINE_bool("fixed_shapes", False, "Profile t2t-benchmark --mode=decode's search instead.")
@@ -58,7 +56,7 @@ flags.DEFINE_integer("beam_size", 4, "--fixed_shapes: hypotheses per sentence.",
 flags.DEFINE_integer("decode_batch", 32, "--fixed_shapes: sentences searched together.", 1)
 flags.DEFINE_integer("src_length", 30, "--fixed_shapes: tokens per input, EOS included.", 2)
 flags.DEFINE_integer("fixed_output_length", 30, "--fixed_shapes: tokens of every output.", 1)
-flags.DEFINE_string("source", str(SHARED / "test_2016_flickr.en"), "Raw source, one a line.")
+flags.DEFINE_string("source", TEST_SOURCE, "Raw source, one a line.")
 flags.DEFINE_integer("lines", 0, "Decode only the file's first N lines; 0 = all.")
 flags.DEFINE_integer("rounds", 2, "Profiled translations of the file, after the compiling one.")
 flags.DEFINE_integer("top", 25, "Operations listed, the costliest first.")
@@ -75,11 +73,8 @@ FLAGS = flags.FLAGS
 
 def hlo_operations(dump_dir: Path, function: str) -> dict[str, dict[str, str]]:
     """Each instruction of the search's optimized module: {name: {shape, opcode, op}}."""
-    modules = [
-        path
-        for path in dump_dir.glob("*after_optimizations.txt")
-        if f"_inference_{function}_" in path.name
-    ]
+    dumped = dump_dir.glob("*after_optimizations.txt")
+    modules = [path for path in dumped if f"_inference_{function}_" in path.name]
     if not modules:
         raise SystemExit(f"XLA dumped no module of the search into {dump_dir}.")
     operations = {}
@@ -97,8 +92,7 @@ def operation_seconds(profile_dir: Path, operations: set[str]) -> tuple[Counter,
     profiler's trace (whose other events are whole calls, or XLA's executor)."""
     from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
-    seconds: Counter = Counter()
-    counts: Counter = Counter()
+    seconds, counts = Counter(), Counter()
     for path in profile_dir.glob("**/*.xplane.pb"):
         space = xplane_pb2.XSpace()
         space.ParseFromString(path.read_bytes())
@@ -113,49 +107,46 @@ def operation_seconds(profile_dir: Path, operations: set[str]) -> tuple[Counter,
 
 
 def kind_of(operation: dict[str, str]) -> str:
-    opcode = operation.get("opcode", "")
-    for prefix, kind in KINDS:
-        if opcode.startswith(prefix):
-            return kind
-    if opcode in ("scatter", "gather", "dynamic-update-slice", "dynamic-slice"):
-        return "scatters and gathers"
-    return "the rest"
+    kinds = [kind for prefix, kind in KINDS if operation.get("opcode", "").startswith(prefix)]
+    return kinds[0] if kinds else "the rest"
 
 
-def translate_rounds(lines: list[str], profile_dir: Path) -> list[dict[str, Any]]:
-    """Compiles the search on the file, then translates it --rounds times under the profiler."""
+def profiled_rounds(call: Callable[[], dict], sentences: int, profile_dir: Path) -> list[dict]:
+    """One call that compiles, then --rounds under TensorFlow's profiler: each round's
+    sentences/s and what its call returns."""
     import tensorflow as tf
 
-    from t2t_keras import catalog
-    from t2t_keras.run.loading import load_trained
-    from t2t_keras.search.settings import DecodeHParams
-    from t2t_keras.serving.translator import Translator
-
-    catalog.load()
-    trained = load_trained(FLAGS.trained_dir, use_xla=True)
-    settings = DecodeHParams().override(FLAGS.decode_hparams).resolve(trained.hparams)
-    translator = Translator(trained.model, trained.vocabs, settings, jit_compile=True)
-    list(translator.translate(lines))
+    call()
     rounds = []
     tf.profiler.experimental.start(str(profile_dir))
     for number in range(1, FLAGS.rounds + 1):
-        before, started = translator.search.slot_steps, time.monotonic()
-        list(translator.translate(lines))
-        seconds = time.monotonic() - started
-        rounds.append({
-            "round": number,
-            "sentences_per_s": round(len(lines) / seconds, 1),
-            "slot_steps": translator.search.slot_steps - before,
-            "shapes": translator.search.searched_shapes(),
-        })  # fmt: skip
+        started = time.monotonic()
+        facts = call()
+        rate = round(sentences / (time.monotonic() - started), 1)
+        rounds.append({"round": number, "sentences_per_s": rate, **facts})
     tf.profiler.experimental.stop()
     return rounds
 
 
-def fixed_shape_rounds(profile_dir: Path) -> list[dict[str, Any]]:
-    """Compiles t2t-benchmark's search, then runs its batch --rounds times under the profiler."""
-    import tensorflow as tf
+def file_rounds(profile_dir: Path) -> list[dict[str, Any]]:
+    """The file translated as t2t-decoder does (--xla=full), profiled: its slot steps and shapes."""
+    lines = source_lines(FLAGS.source, FLAGS.lines)
+    _, translator = load_translator(FLAGS.trained_dir, FLAGS.decode_hparams)
+    search = translator.search
 
+    def translate() -> dict[str, Any]:
+        before = search.slot_steps
+        list(translator.translate(lines))
+        slot_steps, shapes = search.slot_steps - before, search.searched_shapes()
+        # A step advances the N slots of the widest shape (N, S, L) one position.
+        steps = slot_steps / max(shape[0] for shape in shapes)
+        return {"slot_steps": slot_steps, "shapes": shapes, "steps": steps}
+
+    return profiled_rounds(translate, len(lines), profile_dir)
+
+
+def fixed_shape_rounds(profile_dir: Path) -> list[dict[str, Any]]:
+    """t2t-benchmark's search of one random batch, profiled."""
     from t2t_keras import catalog, registry
     from t2t_keras.benchmark import with_vocabulary
     from t2t_keras.benchmark.measure import fixed_length_decoder, random_ids
@@ -166,35 +157,18 @@ def fixed_shape_rounds(profile_dir: Path) -> list[dict[str, Any]]:
         hparams, "full", "off", FLAGS.beam_size, FLAGS.src_length, FLAGS.fixed_output_length
     )
     inputs = random_ids(FLAGS.decode_batch, FLAGS.src_length, hparams.vocab_size, seed=3)
-    decoder(inputs)[0].numpy()
-    rounds = []
-    tf.profiler.experimental.start(str(profile_dir))
-    for number in range(1, FLAGS.rounds + 1):
-        started = time.monotonic()
+
+    def search() -> dict[str, Any]:
         decoder(inputs)[0].numpy()
-        seconds = time.monotonic() - started
-        rounds.append({
-            "round": number,
-            "sentences_per_s": round(FLAGS.decode_batch / seconds, 1),
-            # Every output position, and the EOS after the last.
-            "steps": FLAGS.fixed_output_length + 1,
-        })  # fmt: skip
-    tf.profiler.experimental.stop()
-    return rounds
+        # Every output position, and the EOS after the last.
+        return {"steps": FLAGS.fixed_output_length + 1}
 
-
-def searched_steps(rounds: list[dict[str, Any]]) -> float:
-    """The steps the profiled rounds ran: output positions, or slot steps (each advances
-    the N slots of its shape (N, S, L) one position)."""
-    if FLAGS.fixed_shapes:
-        return sum(line["steps"] for line in rounds)
-    slots = max(shape[0] for line in rounds for shape in line["shapes"])
-    return sum(line["slot_steps"] for line in rounds) / slots
+    return profiled_rounds(search, FLAGS.decode_batch, profile_dir)
 
 
 def report(rounds: list[dict[str, Any]], work: Path, machine: dict[str, Any]) -> None:
     """Prints each operation kind's time per step, then the --top operations'."""
-    steps = searched_steps(rounds)
+    steps = sum(line["steps"] for line in rounds)  # Output positions, or slot steps.
     function = BATCH_SEARCH_FUNCTION if FLAGS.fixed_shapes else SLOT_SEARCH_FUNCTION
     operations = hlo_operations(work / "hlo", function)
     seconds, counts = operation_seconds(work / "profile", set(operations))
@@ -204,7 +178,7 @@ def report(rounds: list[dict[str, Any]], work: Path, machine: dict[str, Any]) ->
         by_kind[kind_of(operations[name])] += spent
     for kind, spent in by_kind.most_common():
         line = {"kind": kind, "ms_per_step": round(1e3 * spent / steps, 3)}
-        print(json.dumps({**line, "share": round(spent / total, 3), **machine}))
+        emit({**line, "share": round(spent / total, 3)}, machine)
     rows = []
     for name, spent in seconds.most_common(FLAGS.top):
         row = {
@@ -215,7 +189,7 @@ def report(rounds: list[dict[str, Any]], work: Path, machine: dict[str, Any]) ->
             "shape": operations[name]["shape"],
             "tensorflow_op": operations[name]["op"],
         }
-        print(json.dumps({**row, **machine}), flush=True)
+        emit(row, machine)
         rows.append(list(row.values()))
     unit = "steps" if FLAGS.fixed_shapes else "slot steps"
     print(f"\n{total:.2f} s in compiled operations over {steps:.0f} {unit}.\n")
@@ -230,20 +204,14 @@ def main(argv: list[str]) -> None:
     os.environ["XLA_FLAGS"] = (
         f"{os.environ.get('XLA_FLAGS', '')} --xla_dump_to={work / 'hlo'} --xla_dump_hlo_as_text"
     ).strip()
-    kept = os.environ.get("TF_XLA_FLAGS", "").split()
-    os.environ["TF_XLA_FLAGS"] = " ".join(flag for flag in kept if "persistent_cache" not in flag)
+    os.environ["TF_XLA_FLAGS"] = xla_cache_environment("")["TF_XLA_FLAGS"]
     from t2t_keras.machine import prepare_tensorflow
 
     prepare_tensorflow()
     machine = machine_facts()
-    if FLAGS.fixed_shapes:
-        rounds = fixed_shape_rounds(work / "profile")
-    else:
-        lines = Path(FLAGS.source).read_text(encoding="utf-8").splitlines()
-        lines = lines[: FLAGS.lines] if FLAGS.lines else lines
-        rounds = translate_rounds(lines, work / "profile")
+    rounds = (fixed_shape_rounds if FLAGS.fixed_shapes else file_rounds)(work / "profile")
     for line in rounds:
-        print(json.dumps({**line, **machine}), flush=True)
+        emit(line, machine)
     report(rounds, work, machine)
 
 

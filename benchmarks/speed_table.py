@@ -1,27 +1,25 @@
-"""The speed table: t2t-benchmark over model sizes, XLA modes and precisions.
+"""Speed by model size: t2t-benchmark over model sizes, XLA modes and precisions.
 
     .venv/bin/python benchmarks/speed_table.py [--sizes=tiny,small,base,big] [--rounds=3]
 
-Training: for each --sizes entry (transformer_<size>, vocabulary 8,000), each
---xla mode and each --precisions entry, `t2t-benchmark --mode=train` at the
-shapes of `peers.py` (64 sentences of 30 + 30 tokens; big takes
---big_steps timed steps, it is slow on a CPU). Decoding: transformer_base,
-beam 1 and 4, 32 sentences of 30 tokens to exactly 30 output tokens, with
-each --decode_xla mode. Every configuration runs in its own process, --rounds
-times in alternating order; the table shows medians of target tokens/s (or
-sentences/s) and of utilization. Prints the JSON lines as they come, then a
-Markdown table.
+Training: each --sizes entry (transformer_<size>, vocabulary 8,000) under each
+--xla mode and --precisions entry, at `peers.py`'s shapes (64 sentences of
+30 + 30 tokens; big takes --big_steps timed steps). Decoding:
+transformer_base, each of --beams, 32 sentences of 30 tokens to exactly 30,
+under each --decode_xla mode. Each configuration is a process of its own,
+--rounds times in alternating order. Prints the JSON lines as they come, then
+a Markdown table of the medians (target tokens/s, sentences/s, utilization,
+peak RSS).
 """
 
 from __future__ import annotations
 
 import itertools
-import json
 import statistics
 
 from absl import app, flags
 from rounds import markdown_table, round_order
-from t2t_commands import t2t_benchmark
+from t2t_commands import emit, t2t_benchmark
 
 from t2t_keras.modes import XLA_MODES
 
@@ -51,42 +49,16 @@ def configurations() -> list[tuple[str, list[str]]]:
     runs = []
     for size, xla, precision in itertools.product(FLAGS.sizes, FLAGS.xla, FLAGS.precisions):
         big = size == "big"
-        runs.append(
-            (
-                f"train {size} xla={xla} {precision}",
-                [
-                    "--mode=train",
-                    f"--hparams_set=transformer_{size}",
-                    *SHAPES,
-                    f"--steps={FLAGS.big_steps if big else FLAGS.steps}",
-                    f"--warmup_steps={1 if big else 2}",
-                    f"--xla={xla}",
-                    f"--mixed_precision={precision}",
-                ],
-            )
-        )
+        arguments = ["--mode=train", f"--hparams_set=transformer_{size}", *SHAPES,
+                     f"--steps={FLAGS.big_steps if big else FLAGS.steps}",
+                     f"--warmup_steps={1 if big else 2}", f"--xla={xla}",
+                     f"--mixed_precision={precision}"]  # fmt: skip
+        runs.append((f"train {size} xla={xla} {precision}", arguments))
     for beams, xla in itertools.product(FLAGS.beams, FLAGS.decode_xla):
-        runs.append(
-            (
-                f"decode base beam={beams} xla={xla}",
-                [
-                    "--mode=decode",
-                    "--hparams_set=transformer_base",
-                    f"--beam_size={beams}",
-                    *DECODE_SHAPES,
-                    f"--steps={FLAGS.steps}",
-                    "--warmup_steps=1",
-                    f"--xla={xla}",
-                ],
-            )
-        )
+        arguments = ["--mode=decode", "--hparams_set=transformer_base", f"--beam_size={beams}",
+                     *DECODE_SHAPES, f"--steps={FLAGS.steps}", "--warmup_steps=1", f"--xla={xla}"]  # fmt: skip
+        runs.append((f"decode base beam={beams} xla={xla}", arguments))
     return runs
-
-
-def table_row(label: str, measured: list[dict]) -> list[str]:
-    """The run's label and the median of each column over its rounds."""
-    cells = [f"{statistics.median(m[key] for m in measured):{spec}}" for key, _, spec in COLUMNS]
-    return [label, *cells]
 
 
 def main(argv: list[str]) -> None:
@@ -96,9 +68,13 @@ def main(argv: list[str]) -> None:
     for round_index in range(FLAGS.rounds):
         for label, arguments in round_order(runs, round_index):
             measurement = t2t_benchmark(arguments)
-            print(json.dumps({"label": label, "round": round_index, **measurement}), flush=True)
+            emit({"label": label, "round": round_index, **measurement})
             results.setdefault(label, []).append(measurement)
-    rows = [table_row(label, results[label]) for label, _ in runs]
+    rows = []
+    for label, _ in runs:  # The run, then each column's median over its rounds.
+        measured = results[label]
+        rows.append([label, *(f"{statistics.median(m[key] for m in measured):{spec}}"
+                              for key, _, spec in COLUMNS)])  # fmt: skip
     print("\n" + markdown_table(["run", *(title for _, title, _ in COLUMNS)], rows))
 
 

@@ -16,35 +16,31 @@ from pathlib import Path
 import avx2_host
 
 
-def command(name: str) -> str:
-    """The path of the command `name` (e.g. t2t-decoder) beside this Python, else on PATH."""
+def t2t(name: str) -> list[str]:
+    """The argv that starts the t2t-* command `name` (e.g. t2t-decoder), found beside this
+    Python, else on PATH: its script, or itself through avx2_host."""
     beside = Path(sys.executable).absolute().with_name(name)
     found = str(beside) if beside.exists() else shutil.which(name)
     if found is None:
         raise SystemExit(f"No {name} beside {sys.executable} or on PATH: pip install -e . first.")
-    return found
-
-
-def t2t(name: str) -> list[str]:
-    """The argv that starts the t2t-* command `name`: its script, or through avx2_host."""
-    return avx2_host.command(name, command(name))
+    return avx2_host.command(name, found)
 
 
 def run(argv: Sequence[str], env: Mapping[str, str] | None = None) -> str:
     """The stdout of a process that must succeed; its stderr's end if it does not."""
-    finished = subprocess.run(argv, capture_output=True, text=True, env=env)
-    if finished.returncode:
-        raise RuntimeError(
-            f"{' '.join(argv)} failed ({finished.returncode}):\n{finished.stderr[-3000:]}"
-        )
-    return finished.stdout
+    return timed_run(argv, env)[1].stdout
 
 
-def timed_run(argv: Sequence[str], env: Mapping[str, str] | None = None) -> float:
-    """The wall seconds of a process that must succeed."""
+def timed_run(
+    argv: Sequence[str], env: Mapping[str, str] | None = None
+) -> tuple[float, subprocess.CompletedProcess]:
+    """The wall seconds and the output (text) of a process that must succeed."""
     start = time.monotonic()
-    run(argv, env)
-    return time.monotonic() - start
+    finished = subprocess.run(argv, capture_output=True, text=True, env=env)
+    seconds = time.monotonic() - start
+    if code := finished.returncode:
+        raise RuntimeError(f"{' '.join(argv)} failed ({code}):\n{finished.stderr[-3000:]}")
+    return seconds, finished
 
 
 def t2t_benchmark(arguments: Sequence[str], env: Mapping[str, str] | None = None) -> dict:
@@ -56,15 +52,17 @@ def t2t_benchmark(arguments: Sequence[str], env: Mapping[str, str] | None = None
     return json.loads(lines[-1])
 
 
+def emit(line: Mapping, machine: Mapping | None = None) -> None:
+    """One JSON line on stdout: `line`, then the machine's fields (`machine_facts`)."""
+    print(json.dumps({**line, **(machine or {})}), flush=True)
+
+
 # The fields with which `t2t-benchmark` names the machine on every line (t2t_keras.benchmark.host).
 MACHINE_FIELDS = ("cpu", "cores", "cpu_flags", "onednn", "matmul_fp32_flops_per_s")
 
 
 def machine_facts(env: Mapping[str, str] | None = None) -> dict:
-    """This machine as `t2t-benchmark --mode=matmul` names it: CPU, flags, oneDNN, fp32 rate.
-
-    Measured in a process of its own with `env` (the environment the benchmark's own
-    t2t processes get), so oneDNN is as they have it.
-    """
+    """This machine as `t2t-benchmark --mode=matmul` names it: CPU, flags, oneDNN, fp32
+    rate; measured with `env`, the environment of the benchmark's t2t processes."""
     line = t2t_benchmark(["--mode=matmul", "--steps=5", "--warmup_steps=2"], env)
     return {name: line[name] for name in MACHINE_FIELDS}

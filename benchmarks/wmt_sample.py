@@ -1,26 +1,23 @@
-"""The WMT problems on the local WMT sample: datagen from each source, then a short training.
+"""WMT end to end on the local WMT sample: datagen from each source, then a short training.
 
     .venv/bin/python benchmarks/wmt_sample.py [--reference_minutes=30] [--rounds=3] [--work_dir=DIR]
 
-With ../shared/data/wmt (the WMT news test sets) laid out as the local
-plain-text source (newstest2008-2012 as training text less 500 held-out
-newstest2012 sentences, which are the test split, and newstest2013 as dev):
+../shared/data/wmt (the WMT news test sets) is laid out as the local
+plain-text source: newstest2008-2012 train, less 500 held-out newstest2012
+sentences (the test split); newstest2013 is dev. Then:
 
-1. datagen throughput of `--problem` from each source, the same pairs each
+1. datagen throughput of --problem from each source, the same pairs each
    time: the plain-text files, a tensorflow-datasets wmt14_translate written
-   from them by a real TFDS builder, and WMT-layout archives made of them.
-   The vocabulary is trained once and copied in first, so the time is that
-   of reading, encoding and writing the shards; the median of --rounds runs;
-2. `--hparams_set` trained within the budget (`training_budget.py`: --steps,
-   --minutes, or by default 30 --reference_minutes; none with --datagen_only)
-   on one device on the local source's data (evaluation off), the last
-   --average checkpoints averaged;
-3. newstest2013 (the dev set, 3,000 sentences) decoded from its raw text by
-   t2t-decoder's code path (beam 4, alpha 0.6) with the averaged model, and
-   scored in both conventions (sacreBLEU and the paper's tokenized BLEU).
+   from them by a real TFDS builder, and WMT-layout archives made of them
+   (the vocabulary trained once and copied in first; median of --rounds);
+2. --hparams_set trained within the budget (`training_budget.py`; none with
+   --datagen_only) on the local source's data, the last --average
+   checkpoints averaged;
+3. newstest2013 (3,000 sentences) decoded from its raw text by t2t-decoder's
+   code path (beam 4, alpha 0.6), scored in both conventions (sacreBLEU and
+   the paper's tokenized BLEU).
 
-Prints one JSON line, with the budget and the machine (CPU, flags, oneDNN,
-float32 matmul rate).
+Prints one JSON line, with the budget and the machine.
 """
 
 from __future__ import annotations
@@ -40,35 +37,25 @@ from pathlib import Path  # noqa: E402
 
 import training_budget  # noqa: E402
 from absl import app, flags, logging  # noqa: E402
-from one_device import train_for_budget  # noqa: E402
+from one_device import define_flags, train_for_budget  # noqa: E402
+from trained_model import decode_raw_file, load_translator  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from local_tfds import write_archive, write_wmt14  # noqa: E402
 
-from t2t_keras import catalog, modes, registry  # noqa: E402
+from t2t_keras import catalog, registry  # noqa: E402
 from t2t_keras.benchmark.budget import Budget  # noqa: E402
 from t2t_keras.data import records  # noqa: E402
 from t2t_keras.files import read_text_lines  # noqa: E402
 from t2t_keras.metrics import bleu  # noqa: E402
-from t2t_keras.run.loading import load_trained  # noqa: E402
-from t2t_keras.search.settings import DecodeHParams  # noqa: E402
-from t2t_keras.serving.file_decoding import decode_file  # noqa: E402
-from t2t_keras.serving.translator import Translator  # noqa: E402
-from t2t_keras.training.hardware import resolve_mixed_precision  # noqa: E402
 
 SHARED_WMT = Path(__file__).resolve().parents[2] / "shared" / "data" / "wmt"
 HELD_OUT = 500
 
 flags.DEFINE_string("problem", "translate_ende_wmt8k", "The WMT problem generated and trained.")
 flags.DEFINE_bool("datagen_only", False, "Measure datagen; train and decode nothing.")
-flags.DEFINE_enum(
-    "mixed_precision", modes.PRECISION_AUTO, modes.PRECISION_CHOICES, modes.PRECISION_HELP
-)
-flags.DEFINE_string("hparams_set", "transformer_small", "The hparams set trained.")
-flags.DEFINE_string("hparams", "", "Overrides of the hparams set.")
-flags.DEFINE_integer("average", 5, "Checkpoints averaged at the end.")
+define_flags(hparams_set="transformer_small")
 flags.DEFINE_integer("rounds", 3, "datagen runs per source; the median is reported.")
-flags.DEFINE_string("work_dir", None, "Where data and checkpoints go; a temporary folder if unset.")
 FLAGS = flags.FLAGS
 
 
@@ -76,15 +63,11 @@ def splits() -> dict[str, dict[str, list[str]]]:
     """{split: {language: lines}} of the sample: train, validation (dev) and test."""
     result: dict[str, dict[str, list[str]]] = {"train": {}, "validation": {}, "test": {}}
     for language in ("en", "de"):
-        years = {
-            year: read_text_lines(str(SHARED_WMT / f"newstest{year}.{language}"))
-            for year in range(2008, 2014)
-        }
-        result["train"][language] = [
-            line for year in range(2008, 2012) for line in years[year]
-        ] + years[2012][HELD_OUT:]
-        result["validation"][language] = years[2013]
-        result["test"][language] = years[2012][:HELD_OUT]
+        years = [read_text_lines(str(SHARED_WMT / f"newstest{year}.{language}"))
+                 for year in range(2008, 2014)]  # fmt: skip
+        result["train"][language] = [line for lines in years[:4] for line in lines]
+        result["train"][language] += years[4][HELD_OUT:]
+        result["validation"][language], result["test"][language] = years[5], years[4][:HELD_OUT]
     return result
 
 
@@ -144,37 +127,23 @@ def datagen_rates(root: Path, sources: dict[str, tuple]) -> tuple[str, dict[str,
             for split in ("train", "dev", "test")
         )
         median = statistics.median(seconds)
-        rates[source] = {
-            "pairs": pairs,
-            "seconds": round(median, 2),
-            "pairs_per_second": round(pairs / median),
-        }
+        rates[source] = {"pairs": pairs, "seconds": round(median, 2)}
+        rates[source]["pairs_per_second"] = round(pairs / median)
     rates["local_with_vocabulary"] = {"seconds": round(first_seconds, 2)}
     return str(vocab_dir), rates
 
 
 def train_and_score(data_dir: str, work_dir: Path, budget: Budget) -> dict:
     output_dir = str(work_dir / f"train_{int(time.time())}")
-    precision, why = resolve_mixed_precision(FLAGS.mixed_precision)
-    logging.info("Mixed precision: %s; budget: %s.", why, budget.description)
-    summary = train_for_budget(
-        FLAGS.problem, FLAGS.hparams_set, FLAGS.hparams, data_dir, output_dir,
-        budget, FLAGS.average, random_seed=1, mixed_precision=precision,
-    )  # fmt: skip
+    summary = train_for_budget(FLAGS.problem, data_dir, output_dir, budget)
     run_dir = os.path.join(output_dir, "averaged") if FLAGS.average > 1 else output_dir
-    trained = load_trained(run_dir)
-    translator = Translator(trained.model, trained.vocabs, DecodeHParams().resolve(trained.hparams))
-    source = str(SHARED_WMT / "newstest2013.en")
-    start = time.monotonic()
-    decoded = decode_file(
-        translator, source, str(work_dir / "newstest2013.decodes"), out=sys.stderr
+    _, translator = load_translator(run_dir, FLAGS.decode_hparams)
+    _, hypotheses, decode_seconds = decode_raw_file(
+        translator, str(SHARED_WMT / "newstest2013.en"), str(work_dir / "newstest2013.decodes")
     )
-    decode_seconds = time.monotonic() - start
-    hypotheses = [translation.text for translation in decoded.translations]
     references = read_text_lines(str(SHARED_WMT / "newstest2013.de"))
     scores = bleu.bleu_scores(hypotheses, references, "de")
     return {
-        "mixed_precision": precision,
         **training_budget.summary(budget),
         **summary,
         "newstest2013": {
@@ -201,7 +170,6 @@ def main(argv: list[str]) -> None:
     data_dir, rates = datagen_rates(work_dir, sources)
     summary = {"problem": FLAGS.problem, **machine_facts, "datagen": rates}
     if not FLAGS.datagen_only:
-        summary.update(hparams_set=FLAGS.hparams_set)
         summary.update(train_and_score(data_dir, work_dir, budget))
     print(json.dumps(summary))
 

@@ -1,34 +1,30 @@
-"""What fine-tuning and back-translation give on Multi30k, run as the tutorial runs them.
+"""Fine-tuning and back-translation on Multi30k, run as the tutorial runs them.
 
     .venv/bin/python benchmarks/workflows.py [--steps=1200] [--work_dir=DIR] [--only=NAME,...]
 
-Runs the commands of docs/fine_tuning_and_back_translation.md, each a
-t2t-* process of this environment, in --work_dir (kept: a model already
-trained there is not trained again): the plain recipe, the same at twice the
-steps, news pretraining then fine-tuning on Multi30k (`--vocab_from`,
-`--warm_start_from`), and Multi30k with the news German back-translated by a
-German->English model, by sampling and by beam search. Every run trains
-transformer_small_cpu for --steps (twice that for the longer plain run),
-averages its last 5 checkpoints, and decodes Multi30k val and
-test_2016_flickr from the raw text. Prints one JSON line per model (its
-sacreBLEU on both, brevity penalty, training wall time) with the machine.
+Runs the commands of docs/fine_tuning_and_back_translation.md, each a t2t-*
+process, in --work_dir (kept: a model trained there is not trained again):
+the plain recipe, the same at twice the steps, news pretraining then
+fine-tuning on Multi30k (`--vocab_from`, `--warm_start_from`), and Multi30k
+with the news German back-translated by a German->English model, by
+sampling and by beam. Each run trains transformer_small_cpu for --steps,
+averages its last 5 checkpoints and decodes Multi30k val and
+test_2016_flickr from the raw text. Prints one JSON line per model (sacreBLEU
+on both, brevity penalty, training wall time) with the machine.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
+import t2t_commands
 from absl import app, flags
 from multi30k import read_lines, score
-from t2t_commands import machine_facts
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
-BIN = Path(sys.executable).parent
 NEWS_YEARS = ("2008", "2009", "2010", "2011", "2012")
 MODELS = ("scratch", "scratch_double", "finetuned", "bt_sample", "bt_beam")
 
@@ -43,7 +39,8 @@ def t2t(binary: str, *args: str, log: Path) -> None:
     """Runs a t2t-* command, its output appended to `log` (stdout holds only this
     script's JSON lines); stops on a failure."""
     with open(log, "a") as output:
-        subprocess.run([str(BIN / binary), *args], check=True, stdout=output, stderr=output)
+        argv = [*t2t_commands.t2t(binary), *args]
+        subprocess.run(argv, check=True, stdout=output, stderr=output)
 
 
 def write_raw(directory: Path, train: dict[str, list[Path]], dev: dict[str, Path]) -> None:
@@ -151,10 +148,10 @@ def main(argv: list[str]) -> None:
     work = Path(FLAGS.work_dir).resolve()
     work.mkdir(parents=True, exist_ok=True)
     seconds = run_all(work, FLAGS.steps)
-    facts = machine_facts()
+    facts = t2t_commands.machine_facts()
     for name in FLAGS.only:
-        line = {**evaluate(work, name, seconds.get(name, 0.0)), "steps": FLAGS.steps, **facts}
-        print(json.dumps(line), flush=True)
+        line = {**evaluate(work, name, seconds.get(name, 0.0)), "steps": FLAGS.steps}
+        t2t_commands.emit(line, facts)
 
 
 if __name__ == "__main__":

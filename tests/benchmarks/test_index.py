@@ -1,5 +1,6 @@
 """benchmarks/README.md lists every script with its command and every shared module as such;
-every benchmarks/ script the docs name exists and takes the flags they give it."""
+every benchmarks/ script the docs name exists and takes the flags they give it; every section
+a script's "quoted in" cell links names the script."""
 
 from __future__ import annotations
 
@@ -115,3 +116,83 @@ def test_every_benchmark_the_docs_name_exists() -> None:
         name for name in re.findall(r"`(\w+\.py)`", index) if not (BENCHMARKS / name).exists()
     ]
     assert missing == []
+
+
+LINK = re.compile(r"\]\(([^)#\s]+)(?:#([^)\s]+))?\)")
+
+
+def quoted_in_cells(scripts_section: str) -> dict[str, str]:
+    """{script: its "quoted in" cell} of each row of the index's scripts table."""
+    cells = {}
+    for line in scripts_section.splitlines():
+        row = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(row) == 4 and (script := re.fullmatch(r"`(\w+\.py)`", row[0])):
+            cells[script[1]] = row[3]
+    return cells
+
+
+def github_anchor(heading: str) -> str:
+    """The anchor GitHub gives a heading: lower case, punctuation dropped, spaces as -."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def sections(page: Path) -> dict[str, str]:
+    """{anchor: text up to the next ## heading} of each ## section of a Markdown page."""
+    found: dict[str, str] = {}
+    anchor, fenced = "", False
+    for line in page.read_text(encoding="utf-8").splitlines():
+        fenced ^= line.startswith("```")
+        if line.startswith("## ") and not fenced:
+            anchor = github_anchor(line[3:])
+            found[anchor] = ""
+        elif anchor:
+            found[anchor] += line + "\n"
+    return found
+
+
+def misquoted(index: Path) -> list[str]:
+    """What is wrong with the "quoted in" cells of `index` (a benchmarks/README.md): a row
+    with no link, a linked page or section that does not exist, or a section that does not
+    name `benchmarks/<script>`."""
+    scripts, _ = index.read_text(encoding="utf-8").split(SHARED_HEADING)
+    wrong = []
+    for script, cell in quoted_in_cells(scripts).items():
+        links = LINK.findall(cell)
+        wrong += [f"{script}: its quoted-in cell links no page"] if not links else []
+        for target, anchor in links:
+            page, text = (index.parent / target).resolve(), None
+            if page.exists():
+                text = sections(page).get(anchor) if anchor else page.read_text(encoding="utf-8")
+            if text is None:
+                wrong.append(f"{script}: {target}#{anchor} does not exist")
+            elif f"benchmarks/{script}" not in text:
+                wrong.append(f"{script}: {target}#{anchor} does not name benchmarks/{script}")
+    return wrong
+
+
+def test_each_script_is_named_by_the_sections_that_quote_it() -> None:
+    assert misquoted(BENCHMARKS / "README.md") == []
+
+
+def test_a_section_that_does_not_name_its_script_is_found(tmp_path: Path) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "results.md").write_text(
+        "# Results\n\n## Speed by model size\n\n`benchmarks/speed_table.py` runs...\n\n"
+        "```sh\n## not a heading\n```\n\n## Where the search's time goes\n\nNo script named.\n"
+    )
+    index = tmp_path / "benchmarks" / "README.md"
+    index.parent.mkdir()
+    rows = [
+        "| `speed_table.py` | q | c | [r](../docs/results.md#speed-by-model-size) |",
+        "| `search_profile.py` | q | c | [r](../docs/results.md#where-the-searchs-time-goes) |",
+        "| `peers.py` | q | c | [r](../docs/results.md#no-such-section) |",
+        "| `avx2_host.py` | q | c | (not yet quoted) |",
+    ]
+    index.write_text("## Scripts\n\n" + "\n".join(rows) + "\n" + SHARED_HEADING + "\n")
+
+    assert misquoted(index) == [
+        "search_profile.py: ../docs/results.md#where-the-searchs-time-goes does not name "
+        "benchmarks/search_profile.py",
+        "peers.py: ../docs/results.md#no-such-section does not exist",
+        "avx2_host.py: its quoted-in cell links no page",
+    ]

@@ -15,10 +15,15 @@ STARTED = 1_800_000_000.0
 
 
 def load_module():  # type: ignore[no-untyped-def]
+    """The script as a module, its folder on the path as when it runs (it imports its neighbours)."""
     spec = importlib.util.spec_from_file_location("quality_curve", SCRIPT)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    sys.path.insert(0, str(SCRIPT.parent))
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(SCRIPT.parent))
     return module
 
 
