@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from doc_pages import README, anchors, code_blocks, contents_list, headings, links
+import re
+
+import pytest
+from doc_pages import DOCS, README, anchors, code_blocks, contents_list, headings, links, section
 
 
 def test_readme_starts_with_the_two_commands() -> None:
@@ -25,6 +28,32 @@ def test_contents_lists_every_section_and_every_link_lands() -> None:
 
 
 def test_the_front_page_stays_short() -> None:
-    assert len(README.read_text(encoding="utf-8").splitlines()) <= 250, (
+    assert len(README.read_text(encoding="utf-8").splitlines()) <= 180, (
         "README.md is the front page: move the details into a page of docs/."
     )
+
+
+RESULTS = ("Quality per training minute", "Speed")
+
+
+def table_rows(text: str) -> list[str]:
+    """The rows of every Markdown table in text, header rows too, separators left out."""
+    rows = [line.strip() for line in text.splitlines() if line.strip().startswith("|")]
+    return [row for row in rows if not re.fullmatch(r"[|\s:-]+", row)]
+
+
+@pytest.mark.parametrize("title", RESULTS)
+def test_each_result_is_a_table_of_docs_benchmarks_with_its_commit_and_command(
+    title: str,
+) -> None:
+    text = section(README, title)
+    rows = table_rows(text)
+    assert rows, f"README's {title} holds no table"
+    results = {row for row in table_rows((DOCS / "benchmarks.md").read_text(encoding="utf-8"))}
+    missing = [row for row in rows if row not in results]
+    assert missing == [], (
+        "Rows of the README that docs/benchmarks.md does not hold with the same values "
+        "(the results page is where figures live; copy its rows):\n" + "\n".join(missing)
+    )
+    assert re.search(r"`[0-9a-f]{7,}`", text), f"README's {title} names no commit"
+    assert any("benchmarks/" in block for block in re.findall(r"```sh\n(.*?)```", text, re.S))
