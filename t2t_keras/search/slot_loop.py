@@ -158,17 +158,7 @@ class SlotLoop(ModelSearch):
           (the slots, the sentences finished).
         """
         pending = self._pending(block, numbers, self._length(slots))
-        total = _rows(slots.sentence) + _rows(numbers)
-        ids, scores = self._no_results(slots, total + 1)
-        finished = Finished(
-            count=tf.constant(0),
-            slot_steps=tf.constant(0),
-            busy_steps=tf.constant(0),
-            sentence=tf.fill([total + 1], -1),  # One row more, where the unfinished go.
-            ids=ids,
-            scores=scores,
-            evicted=tf.zeros([total + 1], tf.bool),
-        )
+        finished = self._none_finished(slots, _rows(slots.sentence) + _rows(numbers))
 
         def keep_going(slots: Slots, placed: tf.Tensor, finished: Finished) -> tf.Tensor:
             return (placed < count) | (last & tf.reduce_any(slots.sentence >= 0))
@@ -176,26 +166,42 @@ class SlotLoop(ModelSearch):
         def body(
             slots: Slots, placed: tf.Tensor, finished: Finished
         ) -> tuple[Slots, tf.Tensor, Finished]:
-            slots, placed = self._refill(slots, pending, placed, count)
-            step = self.model.decoding_step(slots.memory, self._length(slots), self.beams)
-            search = self.search(slots, step)
-            busy = tf.reduce_sum(tf.cast(~slots.search.done & (slots.sentence >= 0), tf.int32))
-            finished = finished._replace(
-                slot_steps=finished.slot_steps + _rows(slots.sentence),
-                busy_steps=finished.busy_steps + busy,
-            )
-            slots, finished = self._collect(
-                slots._replace(search=search.advance(slots.search)), search, finished
-            )
-            return slots, placed, finished
+            return self._step(slots, pending, placed, count, finished)
 
         slots, _, finished = tf.while_loop(keep_going, body, (slots, tf.constant(0), finished))
-        return slots, finished._replace(
-            sentence=finished.sentence[:-1],
-            ids=finished.ids[:-1],
-            scores=finished.scores[:-1],
-            evicted=finished.evicted[:-1],
+        return slots, _without_spare_row(finished)
+
+    def _none_finished(self, slots: Slots, rows: int | tf.Tensor) -> Finished:
+        """Room for `rows` sentences to finish, none yet, and one row more, where the
+        unfinished go (`_collect`; `_without_spare_row` drops it)."""
+        ids, scores = self._no_results(slots, rows + 1)
+        return Finished(
+            count=tf.constant(0),
+            slot_steps=tf.constant(0),
+            busy_steps=tf.constant(0),
+            sentence=tf.fill([rows + 1], -1),
+            ids=ids,
+            scores=scores,
+            evicted=tf.zeros([rows + 1], tf.bool),
         )
+
+    def _step(
+        self, slots: Slots, pending: Slots, placed: tf.Tensor, count: tf.Tensor, finished: Finished
+    ) -> tuple[Slots, tf.Tensor, Finished]:
+        """One step of every slot: refill the empty ones from the `count` pending
+        sentences (`placed` of them placed before), advance all, collect the done."""
+        slots, placed = self._refill(slots, pending, placed, count)
+        step = self.model.decoding_step(slots.memory, self._length(slots), self.beams)
+        search = self.search(slots, step)
+        busy = tf.reduce_sum(tf.cast(~slots.search.done & (slots.sentence >= 0), tf.int32))
+        finished = finished._replace(
+            slot_steps=finished.slot_steps + _rows(slots.sentence),
+            busy_steps=finished.busy_steps + busy,
+        )
+        slots, finished = self._collect(
+            slots._replace(search=search.advance(slots.search)), search, finished
+        )
+        return slots, placed, finished
 
     def _no_results(self, slots: Slots, rows: int | tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
         """`rows` rows shaped as the slots' results, none found: (ids [rows, R, L]
@@ -348,6 +354,16 @@ class SlotLoop(ModelSearch):
             settings.alpha, settings.length_penalty, settings.stopping, settings.num_returned,
             constraint,
         )  # fmt: skip
+
+
+def _without_spare_row(finished: Finished) -> Finished:
+    """finished without its last row, where the unfinished were written."""
+    return finished._replace(
+        sentence=finished.sentence[:-1],
+        ids=finished.ids[:-1],
+        scores=finished.scores[:-1],
+        evicted=finished.evicted[:-1],
+    )
 
 
 def _no_step(*_: Any) -> Any:

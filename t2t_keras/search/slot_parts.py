@@ -1,0 +1,154 @@
+"""The slot search in two named compiled parts, for a host loop fed by a queue.
+
+`SlotLoop.run` places a whole block of sentences before it returns, which
+suits a file: every sentence is known at the start. A server's sentences
+arrive while the slots run, so its host loop drives two compiled parts of
+fixed shapes instead (JetStream's prefill and generate, for an
+encoder-decoder search):
+
+- `prefill(block, numbers)`: encodes M waiting sentences [M, S] and, under
+  beam search, searches their first position on one row each: the pending
+  block, held on the device.
+- `generate(slots, pending, placed, count)`: up to `steps` steps of all N
+  slots; before each, every empty slot takes the next pending sentence. It
+  returns early once the block is all placed and a sentence has finished,
+  so that the host answers it and prefills the next block without waiting
+  out the steps.
+
+The host loop reads top to bottom: collect what finished, prefill from the
+queue, generate. A sentence's search reads only its own rows, so its result
+is the one `SlotSearch` gives it in a file, whatever else is in flight.
+
+Shapes: N slots, M pending sentences, K beams, R hypotheses returned, S
+source width, L output positions; each fixed for one `SlotParts`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+from t2t_keras.data.ids import PAD_ID
+from t2t_keras.models.transformer import Transformer
+from t2t_keras.search.settings import SearchSettings
+from t2t_keras.search.slot_loop import Finished, SlotLoop, Slots, _rows, _without_spare_row
+
+
+class SlotParts(SlotLoop):
+    """N slots of width S and L output positions, fed M sentences at a time.
+
+    Args:
+      model: a built Transformer.
+      settings: the search's settings, resolved (`DecodeHParams.resolve`).
+      tree_tokens: the tree symbols, for the tree constraint.
+      jit_compile: XLA-compile the parts.
+      slots: N.
+      block: M, the sentences a prefill encodes.
+      width: S, the source width every row is padded to.
+      length: L, the output positions the slots hold (None: all the width's
+        longest output needs); a sentence reaching them unfinished is evicted.
+      steps: the most steps one `generate` call runs.
+    """
+
+    def __init__(
+        self,
+        model: Transformer,
+        settings: SearchSettings,
+        tree_tokens: Any = None,
+        jit_compile: bool = True,
+        *,
+        slots: int,
+        block: int,
+        width: int,
+        length: int | None = None,
+        steps: int = 8,
+    ) -> None:
+        super().__init__(model, settings, tree_tokens, jit_compile, slots)
+        self.block, self.width, self.steps = block, width, steps
+        self.length = length
+        self._prefill = tf.function(self.prefill, jit_compile=jit_compile, autograph=False)
+        self._generate = tf.function(self.generate, jit_compile=jit_compile, autograph=False)
+
+    def start(self) -> tuple[Slots, Slots]:
+        """Empty slots and an empty pending block, compiling both parts on their
+        shapes (a step of empty slots changes nothing)."""
+        slots = self.empty(self.slots, self.width, self.length)
+        self.length = self._length(slots)
+        pending = self.prefill_rows([], [])
+        slots, _, _ = self.generate_steps(slots, pending, 0, 0)
+        return slots, pending
+
+    def prefill_rows(self, rows: list[list[int]], numbers: list[int]) -> Slots:
+        """The pending block of up to M rows (ids ending with EOS, at most S each)."""
+        if len(rows) > self.block:
+            raise ValueError(f"a block holds {self.block} sentences, not {len(rows)}")
+        ids = np.full([self.block, self.width], PAD_ID, np.int32)
+        for position, row in enumerate(rows):
+            ids[position, : len(row)] = row
+        block_numbers = np.full([self.block], -1, np.int32)
+        block_numbers[: len(numbers)] = numbers
+        return self._prefill(tf.constant(ids), tf.constant(block_numbers))
+
+    def generate_steps(
+        self, slots: Slots, pending: Slots, placed: int, count: int
+    ) -> tuple[Slots, int, Finished]:
+        """`generate` compiled, with the host's counts: (slots, placed, finished)."""
+        slots, placed_now, finished = self._generate(
+            slots, pending, tf.constant(placed), tf.constant(count)
+        )
+        return slots, int(placed_now), finished
+
+    def compilations(self) -> int:
+        """How many shapes of the parts were traced, each compiled once by XLA."""
+        return sum(
+            int(function.experimental_get_tracing_count())
+            for function in (self._prefill, self._generate)
+        )
+
+    def prefill(self, block: tf.Tensor, numbers: tf.Tensor) -> Slots:
+        """The block's sentences encoded, ready to take slots.
+
+        Args:
+          block: [M, S] int32 ids, each row ending with EOS then PAD (all PAD: none).
+          numbers: [M] int32 the caller's number of each, -1 for none.
+
+        Returns:
+          The pending sentences as slots of their own (`SlotLoop._pending`).
+        """
+        assert self.length is not None, "start() first"
+        return self._pending(block, numbers, self.length)
+
+    def generate(
+        self, slots: Slots, pending: Slots, placed: tf.Tensor, count: tf.Tensor
+    ) -> tuple[Slots, tf.Tensor, Finished]:
+        """Up to `steps` steps of every slot, empty ones taking pending sentences first.
+
+        Args:
+          slots: the slots as the last call left them.
+          pending: the block `prefill` made.
+          placed: how many of the block earlier calls placed.
+          count: how many of the block are sentences.
+
+        Returns:
+          (the slots, how many of the block are placed, the sentences finished).
+        """
+        finished = self._none_finished(slots, _rows(slots.sentence) + _rows(pending.sentence))
+
+        def keep_going(
+            step: tf.Tensor, slots: Slots, placed: tf.Tensor, finished: Finished
+        ) -> tf.Tensor:
+            work = (placed < count) | tf.reduce_any(slots.sentence >= 0)
+            answer = (placed >= count) & (finished.count > 0)
+            return (step < self.steps) & work & ~answer
+
+        def body(
+            step: tf.Tensor, slots: Slots, placed: tf.Tensor, finished: Finished
+        ) -> tuple[tf.Tensor, Slots, tf.Tensor, Finished]:
+            return step + 1, *self._step(slots, pending, placed, count, finished)
+
+        _, slots, placed, finished = tf.while_loop(
+            keep_going, body, (tf.constant(0), slots, placed, finished)
+        )
+        return slots, placed, _without_spare_row(finished)
