@@ -63,6 +63,21 @@ def translate_lines(
     sources = readable_texts(sources)
     inputs = [problem.model_input(s) for s in sources]
     translations = translator.translate(inputs, report, first)
+    for translation, texts in zip(
+        translations, written_texts(problem, sources, translations), strict=True
+    ):
+        translation.texts = texts
+    return translations
+
+
+def written_texts(
+    problem: Problem | None, sources: Sequence[str], translations: Sequence[Translation]
+) -> list[list[str]]:
+    """Each translation's hypotheses as the problem writes them (a parser's trees over
+    its source's words; a non-empty source whose search ended no hypothesis still
+    gets one, empty, scored -inf); as they are without a problem."""
+    if problem is None:
+        return [list(t.texts) for t in translations]
     for source, translation in zip(sources, translations, strict=True):
         if source.strip() and not translation.texts:  # No hypothesis ended: still one line.
             translation.texts, translation.scores = [""], [float("-inf")]
@@ -70,9 +85,7 @@ def translate_lines(
         (source, text) for source, t in zip(sources, translations, strict=True) for text in t.texts
     ]
     written = iter(problem.output_texts([s for s, _ in pairs], [text for _, text in pairs]))
-    for translation in translations:
-        translation.texts = [next(written) for _ in translation.texts]
-    return translations
+    return [[next(written) for _ in translation.texts] for translation in translations]
 
 
 def decode_file(
