@@ -36,16 +36,15 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from absl import flags, logging
+from absl import flags
 
-from t2t_keras.bin import flag_groups, program, trained_model
+from t2t_keras.bin import flag_groups, program, runtimes, trained_model
 from t2t_keras.errors import UserError
 from t2t_keras.files import make_writable_dir
 from t2t_keras.search.settings import DecodeHParams
 
 if TYPE_CHECKING:
     from t2t_keras.run.loading import TrainedModel
-    from t2t_keras.search.settings import DecodeSettings, SearchSettings
     from t2t_keras.serving.file_decoding import Decoded
     from t2t_keras.serving.translator import SentenceTranslator, Translator
 
@@ -54,6 +53,7 @@ trained_model.define_flags(
     "training). If given, it must hold the vocabularies the model was trained with."
 )
 flag_groups.define_xla_cache_flag()
+runtimes.define_flags()
 flags.DEFINE_string(
     "decode_hparams",
     "",
@@ -88,32 +88,7 @@ flags.DEFINE_string(
 flags.DEFINE_integer(
     "attention_plot_sentences", 3, "Sentences to plot (the first ones decoded).", lower_bound=1
 )
-flags.DEFINE_enum(
-    "runtime",
-    "tensorflow",
-    ["tensorflow", "ctranslate2"],
-    "tensorflow: our XLA-compiled search on the checkpoint; ctranslate2: a CTranslate2 "
-    "export (t2t-exporter --export_format=ctranslate2), pip install 't2t_keras[ctranslate2]'.",
-)
-flags.DEFINE_string(
-    "ctranslate2_dir",
-    None,
-    "With --runtime=ctranslate2: the export to decode with (default <output_dir>/ctranslate2).",
-)
-flags.DEFINE_integer(
-    "ctranslate2_threads",
-    0,
-    "With --runtime=ctranslate2: CPU threads (0: CTranslate2's choice).",
-    lower_bound=0,
-)
-flags.DEFINE_string(
-    "ctranslate2_compute_type",
-    "default",
-    "With --runtime=ctranslate2: the type it computes in, e.g. int8 or float32 (default: the "
-    "type the weights were exported in).",
-)
 FLAGS = flags.FLAGS
-_CTRANSLATE2_FLAGS = ("ctranslate2_dir", "ctranslate2_threads", "ctranslate2_compute_type")
 
 
 def main() -> int:
@@ -126,12 +101,12 @@ def main() -> int:
     plotted: tuple[TrainedModel, Translator] | None = None  # The TensorFlow runtime's.
     translator: SentenceTranslator
     if FLAGS.runtime == "ctranslate2":
-        translator, run, stamp = _ctranslate2_translator(settings)
+        translator, run, stamp = runtimes.ctranslate2_translator(settings)
     else:
         trained = trained_model.load(ensemble=True)
-        translator = _translator(trained, settings.resolve(trained.hparams))
-        run, stamp = trained.run, f"{trained.checkpoint}.index"
-        plotted = (trained, translator)
+        searched = runtimes.tensorflow_translator(trained, settings.resolve(trained.hparams))
+        translator, run, stamp = searched, trained.run, f"{trained.checkpoint}.index"
+        plotted = (trained, searched)
     from t2t_keras.serving import file_decoding
 
     problem = trained_model.registered_problem(run)
@@ -180,78 +155,12 @@ def _check_modes() -> None:
             "--attention_plot_dir plots the TensorFlow model's attention; drop it, or decode "
             "with --runtime=tensorflow."
         )
-    given = [name for name in _CTRANSLATE2_FLAGS if FLAGS[name].present]
-    if FLAGS.runtime != "ctranslate2" and given:
-        raise UserError(
-            f"--{given[0]} applies to --runtime=ctranslate2; add that flag, or drop --{given[0]}."
-        )
+    runtimes.check_flags()
     if FLAGS.keep_timestamp and not (FLAGS.decode_to_file or FLAGS.decode_from_file):
         raise UserError(
             "--keep_timestamp dates the output file, and there is none; give "
             "--decode_from_file or --decode_to_file, or drop --keep_timestamp."
         )
-
-
-def _translator(trained: TrainedModel, settings: DecodeSettings) -> Translator:
-    from t2t_keras.serving.translator import Translator
-
-    jit_compile = flag_groups.xla().compiles_whole_search
-    tree_tokens = trained_model.tree_tokens(trained.run, trained.vocabs)
-    translator = Translator(trained.model, trained.vocabs, settings, jit_compile, tree_tokens)
-    logging.info("Decoding with %s (%s).", trained.checkpoint, _described(settings.search))
-    return translator
-
-
-def _described(search: SearchSettings) -> str:
-    """The search settings a log line names."""
-    if search.sampling:
-        return (
-            f"sampling {search.samples_per_input} a line, temperature {search.temperature}, "
-            f"top_k {search.top_k}, top_p {search.top_p}, seed {search.seed}, "
-            f"extra length {search.extra_length}"
-        )
-    return f"beam {search.beam_size}, alpha {search.alpha}, extra length {search.extra_length}"
-
-
-def _ctranslate2_translator(
-    settings: DecodeHParams,
-) -> tuple[SentenceTranslator, dict[str, Any], str]:
-    """The CTranslate2 runtime, the run files its export records, and its timestamp file."""
-    from t2t_keras.export.ctranslate2_export import import_ctranslate2, search_defaults
-    from t2t_keras.export.ctranslate2_runtime import CTranslate2Translator
-
-    import_ctranslate2()
-    model_dir = FLAGS.ctranslate2_dir
-    if not model_dir:
-        if not FLAGS.output_dir:
-            flag_groups.required(
-                "ctranslate2_dir",
-                "the CTranslate2 export to decode with (or --output_dir, whose "
-                "ctranslate2/ directory is used)",
-            )
-        model_dir = os.path.join(os.path.expanduser(FLAGS.output_dir), "ctranslate2")
-    info = trained_model.load_export(model_dir)
-    translator = CTranslate2Translator(
-        model_dir,
-        settings.resolve(search_defaults(info)),
-        FLAGS.ctranslate2_threads,
-        FLAGS.ctranslate2_compute_type,
-    )
-    if settings.tree_constraint and trained_model.tree_tokens(info["run"], translator.vocabs):
-        logging.warning(
-            "The CTranslate2 runtime cannot constrain its search to trees "
-            "(decode_hparams tree_constraint): outputs that are not well-formed trees over "
-            "the input's words are repaired by the rules of t2t_keras/data/tree_repair.py."
-        )
-    logging.info(
-        "Decoding with the CTranslate2 export %s of %s (%s).",
-        model_dir,
-        info["checkpoint"],
-        _described(translator.settings.search),
-    )
-    checkpoint_index = f"{info['checkpoint']}.index"
-    stamp = checkpoint_index if os.path.exists(checkpoint_index) else model_dir
-    return translator, info["run"], stamp
 
 
 def _decode_split(run: dict[str, Any], translator: SentenceTranslator) -> Decoded:
