@@ -15,7 +15,7 @@ $(VENV)/.installed: setup.py pyproject.toml | $(BIN)/python
 	touch $@
 
 $(VENV)/.installed-test: setup.py pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[test,ctranslate2]'
+	$(BIN)/pip install --quiet -e '.[test,ctranslate2,server]'
 	touch $(VENV)/.installed $@
 
 # The embedded English->German number-words problem: no download needed.

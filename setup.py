@@ -36,6 +36,7 @@ setup(
     python_requires=">=3.11",
     packages=_packages(),
     package_dir=_package_dir(),
+    package_data={"t2t_keras.server": ["page.html"]},
     install_requires=[
         "tensorflow~=2.21.0",
         "tensorflow-text~=2.21.0",
@@ -56,7 +57,13 @@ setup(
             "hypothesis>=6.100",
             "ruff==0.17.6",
             "mypy==2.4.1",
+            # TF Serving's PredictionLog, which the SavedModel's warmup records are read as.
+            "tensorflow-serving-api~=2.21.0",
+            # The server's page, in a real headless Chromium (Debian's chromium-driver).
+            "selenium>=4.20",
         ],
+        # t2t-server: an ASGI app on uvicorn, its metrics in Prometheus's format.
+        "server": ["starlette>=0.40", "uvicorn>=0.30", "prometheus_client>=0.20"],
         # CTranslate2 export and decoding (t2t-exporter --export_format=ctranslate2,
         # t2t-decoder --runtime=ctranslate2).
         "ctranslate2": ["ctranslate2>=4.5,<5"],
@@ -76,6 +83,7 @@ setup(
             "t2t-exporter=t2t_keras.bin.t2t_exporter:run",
             "t2t-benchmark=t2t_keras.bin.t2t_benchmark:run",
             "t2t-score=t2t_keras.bin.t2t_score:run",
+            "t2t-server=t2t_keras.bin.t2t_server:run",
         ]
     },
     classifiers=[

@@ -41,6 +41,7 @@ LAYERS = (
     ("t2t_keras.search",),
     ("t2t_keras.serving",),
     ("t2t_keras.export",),
+    ("t2t_keras.server",),
     ("t2t_keras.training",),
     ("t2t_keras.benchmark",),
     ("t2t_keras.problems", "t2t_keras.hparams"),

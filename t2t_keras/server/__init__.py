@@ -1,0 +1,1 @@
+"""t2t-server: a trained model kept hot behind HTTP (`app`, `api`, `metrics`, `serve`)."""
