@@ -94,11 +94,13 @@ def main() -> int:
     listening = serve.bind(FLAGS.host, FLAGS.port)
     host, port = listening.getsockname()[:2]
     search = translator.settings.search
+    engine = serve.make_engine(translator, problem, widths, FLAGS.max_queue_sentences)
     state = ServerState(
-        engine=serve.make_engine(translator, problem, widths, FLAGS.max_queue_sentences),
+        engine=engine,
         model_name=FLAGS.model_name or run["problem"],
         version=serve.version_of(checkpoint),
         several=search.num_returned > 1,
+        seeded=search.sampling and engine.backend.samples_apart,
         limits=Limits(FLAGS.max_request_sentences, FLAGS.max_request_bytes),
         token=token,
     )

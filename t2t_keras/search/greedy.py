@@ -86,6 +86,7 @@ class GreedySearch:
     penalty: str = "gnmt"
     sampler: Sampler | None = None  # Draws each token; None takes the most probable.
     streams: tf.Tensor | None = None  # [B] int32 the sampler's stream of each row; None: its index
+    seeds: tf.Tensor | None = None  # [B] int32 the sampler's seed of each row; None: the sampler's
 
     def start(self, model_state: Any) -> GreedyState:
         batch = batch_size(self.max_lengths)
@@ -126,7 +127,7 @@ class GreedySearch:
             streams = self.streams
             if streams is None:
                 streams = tf.range(batch_size(self.max_lengths), dtype=tf.int32)
-            best = self.sampler.draw(log_probs, streams, now.index)
+            best = self.sampler.draw(log_probs, streams, now.index, self.seeds)
         tokens = tf.where(now.done, PAD_ID, best)
         chosen = tf.gather(log_probs, tokens, batch_dims=1)
         tree = now.tree

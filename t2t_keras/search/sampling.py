@@ -54,13 +54,21 @@ class Sampler:
             return None
         return cls(settings.temperature, settings.top_k, settings.top_p, settings.seed)
 
-    def draw(self, log_probs: tf.Tensor, streams: tf.Tensor, index: tf.Tensor) -> tf.Tensor:
+    def draw(
+        self,
+        log_probs: tf.Tensor,
+        streams: tf.Tensor,
+        index: tf.Tensor,
+        seeds: tf.Tensor | None = None,
+    ) -> tf.Tensor:
         """Tokens [B] int32, one drawn from each row of log_probs [B, V] (-inf: forbidden).
 
         Args:
           log_probs: [B, V] float32, the allowed tokens' log-probabilities.
           streams: [B] int32, each row's stream (the caller's number of its sample).
           index: [B] int32, each row's position.
+          seeds: [B] int32, each row's seed (a server's requests each have their
+            own); None: this sampler's seed for every row.
         """
         scaled = log_probs / self.temperature
         tokens = None  # The vocabulary's order: no token is left out.
@@ -73,7 +81,8 @@ class Sampler:
             # The nucleus: a token whose more probable ones hold less than top_p.
             before = tf.math.cumsum(probs, axis=-1, exclusive=True)
             probs = tf.where(before < self.top_p, probs, 0.0)
-        chosen = inverse_cdf(probs, uniforms(self.seed, streams, index))
+        seed = self.seed if seeds is None else seeds
+        chosen = inverse_cdf(probs, uniforms(seed, streams, index))
         return chosen if tokens is None else tf.gather(tokens, chosen, batch_dims=1)
 
 
@@ -94,15 +103,23 @@ def inverse_cdf(probs: tf.Tensor, uniform: tf.Tensor) -> tf.Tensor:
     return tf.where(tf.reduce_any(above, axis=-1), first, last)
 
 
-def uniforms(seed: int, streams: tf.Tensor, index: tf.Tensor) -> tf.Tensor:
-    """[B] float32 in [0, 1): a hash of (seed, streams [B], index [B]), both int32.
+def uniforms(seed: int | tf.Tensor, streams: tf.Tensor, index: tf.Tensor) -> tf.Tensor:
+    """[B] float32 in [0, 1): a hash of (seed, streams [B], index [B]), all int32; seed
+    one for every row, or [B] one each (the same numbers for the same seed).
 
     Murmur3's finalizer on 32-bit integers, chained over the three: a
     different stream or position gives an unrelated number, on any device,
     under XLA or not.
     """
-    start = tf.constant((seed + counter_hash.GOLDEN) % 2**32, tf.uint32)
-    key = counter_hash.finalize(tf.fill(tf.shape(streams), start))
+    if isinstance(seed, int):
+        start = tf.fill(
+            tf.shape(streams), tf.constant((seed + counter_hash.GOLDEN) % 2**32, tf.uint32)
+        )
+    else:  # seed + GOLDEN modulo 2**32, as above.
+        start = tf.bitcast(tf.cast(seed, tf.int32), tf.uint32) + tf.constant(
+            counter_hash.GOLDEN, tf.uint32
+        )
+    key = counter_hash.finalize(start)
     for value in (streams, index):
         key = counter_hash.mix(key, tf.bitcast(tf.cast(value, tf.int32), tf.uint32))
     kept = tf.bitwise.right_shift(key, tf.constant(32 - _UNIFORM_BITS, tf.uint32))

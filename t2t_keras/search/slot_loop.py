@@ -34,6 +34,8 @@ from t2t_keras.search.greedy import GreedySearch
 from t2t_keras.search.rules import NEG_INF
 from t2t_keras.search.settings import SearchSettings
 
+# What a slot takes of the sentence it is given, besides its search.
+_CARRIED = ("memory", "inputs", "max_lengths", "min_lengths", "sentence", "streams", "seeds")
 # What a beam search taken from `SlotLoop._first_step` holds of its sentence's first
 # position; its parents and its model state are the slots' own.
 _SEARCHED_FIRST = (
@@ -56,6 +58,10 @@ class Slots(NamedTuple):
     max_lengths: tf.Tensor  # [N] most tokens before EOS
     min_lengths: tf.Tensor  # [N] fewest tokens before EOS
     sentence: tf.Tensor  # [N] int32: the sentence in the slot (the caller's number), -1 none
+    # Sampling's: [N] int32 each slot's stream and seed (a server's, whose requests each
+    # have their own); () for the sentence's number and the settings' seed.
+    streams: Any = ()
+    seeds: Any = ()
 
 
 class Finished(NamedTuple):
@@ -253,7 +259,7 @@ class SlotLoop(ModelSearch):
             refilled = slots._replace(
                 **{
                     name: tf.nest.map_structure(take, getattr(slots, name), getattr(pending, name))
-                    for name in ("memory", "inputs", "max_lengths", "min_lengths", "sentence")
+                    for name in _CARRIED
                 }
             )
             return refilled._replace(search=self._started(slots, refilled, pending, taken, source))
@@ -345,9 +351,11 @@ class SlotLoop(ModelSearch):
         step = step or _no_step
         length = self._length(slots) if length is None else length
         if settings.is_greedy:
+            own = isinstance(slots.streams, tf.Tensor)
             return GreedySearch(
                 step, length, slots.max_lengths, slots.min_lengths, constraint,
-                settings.alpha, settings.length_penalty, self.sampler, slots.sentence,
+                settings.alpha, settings.length_penalty, self.sampler,
+                slots.streams if own else slots.sentence, slots.seeds if own else None,
             )  # fmt: skip
         return BeamSearch(
             step, settings.beam_size, length, slots.max_lengths, slots.min_lengths,

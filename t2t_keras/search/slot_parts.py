@@ -75,21 +75,36 @@ class SlotParts(SlotLoop):
         """Empty slots and an empty pending block, compiling both parts on their
         shapes (a step of empty slots changes nothing)."""
         slots = self.empty(self.slots, self.width, self.length)
+        unset = tf.zeros([self.slots], tf.int32)
+        slots = slots._replace(streams=unset, seeds=unset)
         self.length = self._length(slots)
         pending = self.prefill_rows([], [])
         slots, _, _ = self.generate_steps(slots, pending, 0, 0)
         return slots, pending
 
-    def prefill_rows(self, rows: list[list[int]], numbers: list[int]) -> Slots:
-        """The pending block of up to M rows (ids ending with EOS, at most S each)."""
+    def prefill_rows(
+        self,
+        rows: list[list[int]],
+        numbers: list[int],
+        streams: list[int] | None = None,
+        seeds: list[int] | None = None,
+    ) -> Slots:
+        """The pending block of up to M rows (ids ending with EOS, at most S each), each
+        with its number, and for sampling its stream and seed (default: its number
+        and the settings' seed)."""
         if len(rows) > self.block:
             raise ValueError(f"a block holds {self.block} sentences, not {len(rows)}")
         ids = np.full([self.block, self.width], PAD_ID, np.int32)
         for position, row in enumerate(rows):
             ids[position, : len(row)] = row
-        block_numbers = np.full([self.block], -1, np.int32)
-        block_numbers[: len(numbers)] = numbers
-        return self._prefill(tf.constant(ids), tf.constant(block_numbers))
+        columns = []
+        for given, default in (
+            (numbers, -1), (streams or numbers, 0), (seeds or [self.settings.seed] * len(rows), 0)
+        ):  # fmt: skip
+            column = np.full([self.block], default, np.int32)
+            column[: len(given)] = given
+            columns.append(tf.constant(column))
+        return self._prefill(tf.constant(ids), *columns)
 
     def generate_steps(
         self, slots: Slots, pending: Slots, placed: int, count: int
@@ -107,18 +122,23 @@ class SlotParts(SlotLoop):
             for function in (self._prefill, self._generate)
         )
 
-    def prefill(self, block: tf.Tensor, numbers: tf.Tensor) -> Slots:
+    def prefill(
+        self, block: tf.Tensor, numbers: tf.Tensor, streams: tf.Tensor, seeds: tf.Tensor
+    ) -> Slots:
         """The block's sentences encoded, ready to take slots.
 
         Args:
           block: [M, S] int32 ids, each row ending with EOS then PAD (all PAD: none).
           numbers: [M] int32 the caller's number of each, -1 for none.
+          streams: [M] int32 each one's sampling stream.
+          seeds: [M] int32 each one's sampling seed.
 
         Returns:
           The pending sentences as slots of their own (`SlotLoop._pending`).
         """
         assert self.length is not None, "start() first"
-        return self._pending(block, numbers, self.length)
+        pending = self._pending(block, numbers, self.length)
+        return pending._replace(streams=streams, seeds=seeds)
 
     def generate(
         self, slots: Slots, pending: Slots, placed: tf.Tensor, count: tf.Tensor

@@ -20,6 +20,7 @@ import json
 import math
 from typing import Any
 
+from t2t_keras.search.settings import MAX_SEED
 from t2t_keras.serving.engine import Reply
 
 SIGNATURE = "serving_default"
@@ -76,6 +77,21 @@ def translate_inputs(body: dict[str, Any], limits: Limits) -> list[str]:
     if "inputs" not in body:
         raise ApiError(400, 'The object has no "inputs"; send {"inputs": ["a sentence", ...]}.')
     return _texts(body["inputs"], '"inputs"', limits)
+
+
+def request_seed(body: dict[str, Any], seeded: bool) -> int | None:
+    """The request's sampling seed, {"seed": N}, or None for the server's."""
+    if "seed" not in body:
+        return None
+    if not seeded:
+        raise ApiError(
+            400, 'A "seed" applies to a server that samples with --runtime=tensorflow '
+            "(--decode_hparams=sampling=true); drop it.",
+        )  # fmt: skip
+    seed = body["seed"]
+    if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed <= MAX_SEED:
+        raise ApiError(400, f'"seed" must be an integer from 0 to {MAX_SEED}, not {seed!r}.')
+    return seed
 
 
 def predict_inputs(body: dict[str, Any], limits: Limits) -> tuple[list[str], bool]:

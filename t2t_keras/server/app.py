@@ -39,6 +39,7 @@ class ServerState:
     model_name: str
     version: int
     several: bool  # Several hypotheses an input (beams, samples): outputs are lists.
+    seeded: bool  # Requests may give sampling's seed (our search, sampling).
     limits: api.Limits
     token: str | None = None
     draining: bool = False
@@ -125,8 +126,9 @@ def _unauthorized(request: Request, state: ServerState) -> Response | None:
 
 
 async def _translate(request: Request, state: ServerState) -> tuple[dict[str, Any], int]:
-    texts = api.translate_inputs(api.read_json(await request.body(), state.limits), state.limits)
-    reply = await _decode(request, state, texts)
+    body = api.read_json(await request.body(), state.limits)
+    texts = api.translate_inputs(body, state.limits)
+    reply = await _decode(request, state, texts, api.request_seed(body, state.seeded))
     return api.translate_reply(reply, state.several), len(texts)
 
 
@@ -161,13 +163,15 @@ async def _models(request: Request, state: ServerState) -> tuple[dict[str, Any],
     )  # fmt: skip
 
 
-async def _decode(request: Request, state: ServerState, texts: list[str]) -> Reply:
+async def _decode(
+    request: Request, state: ServerState, texts: list[str], seed: int | None = None
+) -> Reply:
     """Queues the texts and awaits their reply; a client gone leaves the queue."""
     if not state.ready():
         why = "is shutting down" if state.draining else "is still compiling its search"
         raise api.ApiError(503, f"The server {why}; retry in a moment.")
     try:
-        queued = state.engine.submit(texts)
+        queued = state.engine.submit(texts, seed)
     except QueueFull as error:
         raise api.ApiError(
             503, f"The server's queue is full ({error}); retry in a moment."

@@ -70,8 +70,9 @@ class SlotBackend(Backend):
         self.lanes = len(widths)
         self.slots = sum(pool.parts.slots for pool in self.pools)
         self._translation = translator._translation
-        # Each sentence in a pool's slots or block: its request and ids, kept for a second pass.
-        self._requests: dict[int, tuple[Hashable, list[int]]] = {}
+        # Each sentence in a pool's slots or block, kept for a second pass.
+        self._requests: dict[int, tuple[Hashable, Waiting]] = {}
+        self.samples_apart = True
 
     def lane(self, row: list[int]) -> int:
         return next(i for i, width in enumerate(self.widths) if len(row) <= width)
@@ -99,10 +100,15 @@ class SlotBackend(Backend):
     def _prefill(self, pool: _Pool, taken: list[tuple[Hashable, Waiting]]) -> None:
         if not taken:
             return
-        rows, numbers = [row for _, (_, row) in taken], [number for _, (number, _) in taken]
-        for request, (number, row) in taken:
-            self._requests[number] = (request, row)
-        pool.pending = pool.parts.prefill_rows(rows, numbers)
+        sentences = [sentence for _, sentence in taken]
+        for request, sentence in taken:
+            self._requests[sentence.number] = (request, sentence)
+        pool.pending = pool.parts.prefill_rows(
+            [s.row for s in sentences],
+            [s.number for s in sentences],
+            [s.stream for s in sentences],
+            [s.seed for s in sentences],
+        )
         pool.placed, pool.count = 0, len(taken)
 
     def _generate(self, lane: int, pool: _Pool, inbox: Inbox) -> list[tuple[int, Translation]]:
@@ -118,10 +124,9 @@ class SlotBackend(Backend):
         ids, scores = done.ids.numpy()[:count], done.scores.numpy()[:count]
         finished = []
         for at, number in enumerate(numbers):
-            request, row = self._requests.pop(number)
+            request, sentence = self._requests.pop(number)
             if evicted[at]:  # Again, in slots holding every position its limit allows.
-                inbox.put_first(len(self.pools) - 1, request, (number, row))
-                self._requests[number] = (request, row)
+                inbox.put_first(len(self.pools) - 1, request, sentence)
             else:
                 finished.append((number, self._translation(ids[at], scores[at])))
         return finished
@@ -140,7 +145,9 @@ class BatchBackend(Backend):
         self._waiting: list[Waiting] = []
 
     def start(self) -> None:
-        list(self.translator._translations([[2, 1]], [0]))  # Loads the runtime's kernels.
+        # Loads the runtime's kernels; translate() starts its sampling from the seed.
+        list(self.translator._translations([[2, 1]], [0]))
+        self.translator.translate([])
 
     def busy(self) -> int:
         return 0
@@ -151,6 +158,8 @@ class BatchBackend(Backend):
     def round(self, inbox: Inbox) -> list[tuple[int, Translation]]:
         """The next batch_size waiting sentences, in batches of one length limit each."""
         taken = [sentence for _, sentence in inbox.take(0, self.slots)]
-        rows = [row for _, row in taken]
+        rows = [sentence.row for sentence in taken]
         groups = self.translator._translations(rows, list(range(len(rows))))
-        return [(taken[index][0], translation) for group in groups for index, translation in group]
+        return [
+            (taken[index].number, translation) for group in groups for index, translation in group
+        ]

@@ -19,6 +19,7 @@ import itertools
 import threading
 import time
 from collections.abc import Hashable, Sequence
+from typing import NamedTuple
 
 from absl import logging
 
@@ -27,8 +28,14 @@ from t2t_keras.serving.fair_queue import FairQueue
 from t2t_keras.serving.file_decoding import written_texts
 from t2t_keras.serving.translator import SentenceTranslator, Translation, readable_texts
 
-# A sentence waiting: (its number in the engine, its input ids ending with EOS).
-Waiting = tuple[int, list[int]]
+
+class Waiting(NamedTuple):
+    """A sentence waiting for a slot (one sample of it, when each is searched apart)."""
+
+    number: int  # The engine's, unique among those in flight.
+    row: list[int]  # Its input ids, ending with EOS.
+    stream: int  # Sampling's stream: input i's sample r is i * samples + r, as in a file.
+    seed: int  # Sampling's seed: the request's, or the settings'.
 
 
 class QueueFull(Exception):
@@ -57,6 +64,7 @@ class Request:
     truncated: list[int]
     translations: list[Translation | None]
     left: int
+    samples: dict[int, list[tuple[int, Translation]]] = dataclasses.field(default_factory=dict)
     future: concurrent.futures.Future[Reply] = dataclasses.field(
         default_factory=concurrent.futures.Future
     )
@@ -80,6 +88,9 @@ class Backend(abc.ABC):
 
     lanes: int = 1  # The queues the engine keeps for it, one per shape of slots.
     slots: int = 0  # Sentences it searches at once.
+    # Each sample of an input searched apart, in a slot of its own (else the runtime
+    # draws an input's samples itself).
+    samples_apart: bool = False
 
     def lane(self, row: list[int]) -> int:
         """The lane a sentence's input ids queue in."""
@@ -123,7 +134,7 @@ class Engine(Inbox):
         self.translator, self.backend, self.problem = translator, backend, problem
         self.max_queue_sentences = max_queue_sentences
         self._queues: list[FairQueue[Waiting]] = [FairQueue() for _ in range(backend.lanes)]
-        self._in_flight: dict[int, tuple[Request, int]] = {}
+        self._in_flight: dict[int, tuple[Request, int, int]] = {}  # request, input, sample
         self._numbers = itertools.count()
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
@@ -143,8 +154,13 @@ class Engine(Inbox):
         self._thread.start()
         self.ready = True
 
-    def submit(self, texts: Sequence[str]) -> Request:
+    def submit(self, texts: Sequence[str], seed: int | None = None) -> Request:
         """Queues a request's texts; its `future` gives the `Reply`.
+
+        Args:
+          texts: the inputs, as lines of a file.
+          seed: sampling's seed for this request (None: the settings'): input i
+            gets the samples line i of a file gets with this seed.
 
         Raises:
           QueueFull: its sentences would take the queue past max_queue_sentences.
@@ -159,18 +175,21 @@ class Engine(Inbox):
         for index, row in enumerate(rows):
             if not row:  # Blank, or nothing the vocabulary reads: never decoded.
                 request.translations[index] = Translation([], [], [])
-        waiting = [i for i, row in enumerate(rows) if row]
+        search = self.translator.settings.search
+        samples = search.samples_per_input if self.backend.samples_apart else 1
+        seed = search.seed if seed is None else seed
+        waiting = [(i, r) for i, row in enumerate(rows) if row for r in range(samples)]
         with self._lock:
             if self._stopping:
                 raise Stopped("the server is shutting down")
             if self.queued() + len(waiting) > self.max_queue_sentences:
                 raise QueueFull(f"{self.queued()} sentences wait")
             request.left = len(waiting)
-            for index in waiting:
+            for index, sample in waiting:
                 number = next(self._numbers)
-                self._in_flight[number] = (request, index)
-                lane = self.backend.lane(rows[index])
-                self._queues[lane].put(request, [(number, rows[index])])
+                self._in_flight[number] = (request, index, sample)
+                sentence = Waiting(number, rows[index], index * samples + sample, seed)
+                self._queues[self.backend.lane(rows[index])].put(request, [sentence])
             self._wake.notify()
         if not waiting:
             self._finish(request)
@@ -222,11 +241,18 @@ class Engine(Inbox):
 
     def _answer(self, finished: list[tuple[int, Translation]]) -> None:
         done = []
+        samples = self.translator.settings.search.samples_per_input
         with self._lock:
             for number, translation in finished:
-                request, index = self._in_flight.pop(number)
-                request.translations[index] = translation
+                request, index, sample = self._in_flight.pop(number)
                 request.left -= 1
+                if self.backend.samples_apart and samples > 1:
+                    drawn = request.samples.setdefault(index, [])
+                    drawn.append((sample, translation))
+                    if len(drawn) < samples:
+                        continue
+                    translation = _best_first(request.samples.pop(index))
+                request.translations[index] = translation
                 if request.left == 0 and not request.cancelled:
                     done.append(request)
             self.sentences_done += len(finished)
@@ -242,7 +268,7 @@ class Engine(Inbox):
 
     def _fail_all(self, error: Exception) -> None:
         with self._lock:
-            requests = {request for request, _ in self._in_flight.values()}
+            requests = {request for request, _, _ in self._in_flight.values()}
             self._in_flight.clear()
             for queue in self._queues:
                 for request in requests:
@@ -250,3 +276,21 @@ class Engine(Inbox):
         for request in requests:
             if not request.future.done():
                 request.future.set_exception(error)
+
+
+def _best_first(drawn: list[tuple[int, Translation]]) -> Translation:
+    """An input's samples, each a Translation of its own, as one: best first, ties in
+    the order drawn (`search.sampling.gather_samples`)."""
+    hypotheses = [
+        (score, sample, text, ids)
+        for sample, translation in drawn
+        for score, text, ids in zip(
+            translation.scores, translation.texts, translation.ids, strict=True
+        )
+    ]
+    hypotheses.sort(key=lambda found: (-found[0], found[1]))
+    return Translation(
+        texts=[text for _, _, text, _ in hypotheses],
+        scores=[score for score, _, _, _ in hypotheses],
+        ids=[ids for _, _, _, ids in hypotheses],
+    )

@@ -15,7 +15,7 @@ from t2t_keras.search.settings import DecodeHParams
 from t2t_keras.serving.backends import SlotBackend
 from t2t_keras.serving.engine import Engine, QueueFull
 from t2t_keras.serving.fair_queue import FairQueue
-from t2t_keras.serving.translator import Translator
+from t2t_keras.serving.translator import Translation, Translator
 
 # Numbers whose words run from 1 to 20 or so pieces, and a blank line.
 NUMBERS = [7, 42, 312_005, 999_999, 18, 61_000, 5, 230, 777_777, 12, 1_000_001, 90]
@@ -71,3 +71,32 @@ def test_the_queue_takes_round_robin_across_requests() -> None:
     queue.put("again", [3000], first=True)
     assert queue.take(2) == [("again", 3000), ("two", 2001)]
     assert queue.remove("long") == 98 and len(queue) == 0 and queue.take(3) == []
+
+
+def test_each_request_samples_with_its_own_seed_as_a_file_would(trained: TrainedModel) -> None:
+    """Two samples an input: input i of a request with seed s gets line i's samples of
+    a file decoded with seed=s, whatever else is in flight with other seeds."""
+    given = "sampling=true,samples_per_input=2,temperature=1.5,batch_size=4"
+    settings = DecodeHParams().override(given).resolve(trained.hparams)
+    lines = texts(NUMBERS[:6])
+
+    def file_with_seed(seed: int) -> list[Translation]:
+        seeded = DecodeHParams().override(f"{given},seed={seed}").resolve(trained.hparams)
+        return Translator(trained.model, trained.vocabs, seeded).translate(lines)
+
+    translator = Translator(trained.model, trained.vocabs, settings)
+    engine = Engine(translator, SlotBackend(translator, widths=[8], slots=4, steps=3))
+    requests = {seed: engine.submit(lines, seed=seed) for seed in (3, 11)}
+    default = engine.submit(lines[:2])
+    engine.start()
+    for seed, request in requests.items():
+        expected = file_with_seed(seed)
+        reply = request.future.result(timeout=120)
+        assert reply.outputs == [t.texts for t in expected]
+        for found, wanted in zip(reply.scores, expected, strict=True):
+            np.testing.assert_allclose(found, wanted.scores, rtol=1e-5, atol=1e-6)
+    assert default.future.result(timeout=60).outputs == [
+        t.texts for t in file_with_seed(settings.search.seed)[:2]
+    ]
+    assert requests[3].future.result().outputs != requests[11].future.result().outputs
+    engine.stop(timeout=30)
