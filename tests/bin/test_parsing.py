@@ -4,6 +4,7 @@ input's words (brackets escaped, empty lines kept) and prints EVALB's summary.""
 
 from __future__ import annotations
 
+import concurrent.futures
 import itertools
 from pathlib import Path
 
@@ -175,3 +176,32 @@ def test_a_parser_is_not_exported_without_the_tree_constraint(
     )
     assert_user_error(result, "tree_constraint=false", "returns PTB trees")
     assert not (tmp_path / "export").exists()
+
+
+def test_the_server_answers_with_the_decoders_trees(parsing_run: Path, tmp_path: Path) -> None:
+    """t2t-server over the parser: lines sent as concurrent requests get the trees
+    t2t-decoder writes for them (the server, a real process on loopback)."""
+    from server_process import Server
+
+    sources = [" ".join(trees.parse_tree(tree).words()) for tree in GOLD[132:142]]
+    sources += ["", "He ( quietly ) rose up , '' market ."]
+    (tmp_path / "in.txt").write_text("\n".join(sources) + "\n")
+    settings = ["--decode_hparams=beam_size=2", "--xla=off"]
+    train = f"--output_dir={parsing_run / 'train'}"
+    decoded = run_in_process(
+        "t2t-decoder", train, f"--decode_from_file={tmp_path / 'in.txt'}",
+        f"--decode_to_file={tmp_path / 'out.trees'}", *settings,
+    )  # fmt: skip
+    assert decoded.returncode == 0, decoded.stderr
+    expected = (tmp_path / "out.trees").read_text().split("\n")[:-1]
+    server = Server(train, *settings, "--slot_widths=8", log=tmp_path / "server.log")
+    try:
+        server.wait_ready()
+        requests = [sources[:1], sources[1:9], sources[9:]]
+        with concurrent.futures.ThreadPoolExecutor(len(requests)) as pool:
+            replies = list(
+                pool.map(lambda part: server.post("v1/translate", {"inputs": part}), requests)
+            )
+        assert [output for _, body in replies for output in body["outputs"]] == expected
+    finally:
+        assert server.stop() == 0
