@@ -42,7 +42,10 @@ class Server:
         assert self.process.stdout is not None
         line = self.process.stdout.readline()
         found = re.search(r"listening on (http://[^ ]+/)", line)
-        assert found, f"no URL in {line!r}; log:\n{self.log_text()}"
+        if not found:
+            self.process.kill()
+            self.process.wait()
+            raise AssertionError(f"no URL in {line!r}; log:\n{self.log_text()}")
         self.url = found[1]
         self.host, self.port = re.match(r"http://([^:]+):(\d+)/", self.url).groups()  # type: ignore[union-attr]
 

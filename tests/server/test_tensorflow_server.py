@@ -17,6 +17,7 @@ import json
 import socket
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -55,12 +56,15 @@ def lines() -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def server(trained_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Server:
+def server(trained_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     log = tmp_path_factory.mktemp("server") / "server.log"
     args = [f"--output_dir={trained_dir}", f"--decode_hparams={DECODE}", f"--model_name={MODEL}"]
     started = Server(*args, "--slot_widths=8", *LIMITS, log=log, token=TOKEN)
-    started.wait_ready()
-    return started
+    try:
+        started.wait_ready()
+        yield started
+    finally:
+        started.stop()  # Once the test has stopped it, only reads its exit status.
 
 
 def test_the_server_end_to_end(server: Server, trained_dir: Path) -> None:

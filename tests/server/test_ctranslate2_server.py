@@ -1,0 +1,76 @@
+"""t2t-server --runtime=ctranslate2: a real process on loopback serving a CTranslate2 export.
+
+Requests of mixed sizes sent at once share the batch backend's batches, and
+each line gets what t2t-decoder --runtime=ctranslate2 writes for it: the
+same text, the same score. The rest of the HTTP front (bad input, a full
+queue, draining) is the TensorFlow server's, tested in
+test_tensorflow_server.py.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import itertools
+import threading
+from typing import Any
+
+import numpy as np
+from server_process import Server
+
+from t2t_keras import registry
+from t2t_keras.export.ctranslate2_runtime import CTranslate2Translator
+from t2t_keras.problems.number_words import english
+from t2t_keras.serving.file_decoding import translate_lines
+from t2t_keras.serving.translator import Translation
+
+# Requests of 1, 10, 1 and 12 lines, the third the blank line; numbers of one to
+# seven words, so that their sentences fall under several output length limits.
+NUMBERS = [42, 312_005, 999_999, 18, 61_000, 5, 230, 777_777, 12, 1_000_001]
+SIZES = [1, 10, 1, 12]
+
+
+def lines() -> list[str]:
+    rest = [english(n * 7 + 2) for n in NUMBERS]
+    return ["seven", *map(english, NUMBERS), "", *rest, "ninety", "three"]
+
+
+def assert_decoded(outputs: list[str], scores: list[Any], expected: list[Translation]) -> None:
+    assert outputs == [translation.text for translation in expected]
+    for score, translation in zip(scores, expected, strict=True):
+        if translation.scores:
+            np.testing.assert_allclose(score, translation.scores[0], rtol=0, atol=1e-5)
+        else:
+            assert score is None  # The blank line: nothing decoded.
+
+
+def test_concurrent_requests_get_the_decoders_texts_and_scores(
+    ctranslate2_server: Server,
+    ctranslate2_decoder: CTranslate2Translator,
+    ctranslate2_model_name: str,
+) -> None:
+    texts = lines()
+    problem = registry.problem(ctranslate2_decoder.info["run"]["problem"])
+    expected = translate_lines(ctranslate2_decoder, texts, problem)
+    ends = list(itertools.accumulate(SIZES))
+    requests = [texts[end - size : end] for size, end in zip(SIZES, ends, strict=True)]
+    assert requests[2] == [""] and len(texts) == ends[-1]
+    start = threading.Barrier(len(requests))
+
+    def send(inputs: list[str]) -> tuple[int, Any]:
+        start.wait(timeout=30)  # All at once, so that they share batches.
+        return ctranslate2_server.post("v1/translate", {"inputs": inputs})
+
+    with concurrent.futures.ThreadPoolExecutor(len(requests)) as pool:
+        replies = list(pool.map(send, requests))
+    assert [status for status, _ in replies] == [200] * len(requests), replies
+    assert [len(body["outputs"]) for _, body in replies] == SIZES
+    outputs = [output for _, body in replies for output in body["outputs"]]
+    scores = [score for _, body in replies for score in body["scores"]]
+    assert_decoded(outputs, scores, expected)
+
+    # TensorFlow Serving's row form: a row an input, in their order.
+    path = f"v1/models/{ctranslate2_model_name}:predict"
+    status, answer = ctranslate2_server.post(path, {"instances": texts[-5:]})
+    assert status == 200, answer
+    rows = answer["predictions"]
+    assert_decoded([row["outputs"] for row in rows], [row["scores"] for row in rows], expected[-5:])
