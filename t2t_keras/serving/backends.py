@@ -32,15 +32,28 @@ class _Pool:
     """One shape of slots: its compiled parts, the slots and the pending block."""
 
     parts: SlotParts
+    lanes: list[int]  # The lanes it takes sentences from.
     slots: Slots | None = None
     pending: Slots | None = None
     placed: int = 0
     count: int = 0
     busy: int = 0  # Sentences in its slots.
 
+    def active(self) -> bool:
+        return bool(self.busy or self.placed < self.count)
+
+    def free(self) -> int:
+        return self.parts.slots - self.busy - (self.count - self.placed)
+
 
 class SlotBackend(Backend):
-    """Our slot search in pools of slots, one per source width.
+    """Our slot search in pools of slots, one per source width, and a small one.
+
+    A step costs the pool's N slots whatever they hold: a lone sentence in 64
+    slots would pay for 64. So while every large pool is idle and what waits
+    fits in it, a small pool of a few slots (as wide as the widest narrow
+    pool) takes it: a typed line's latency. Under load the large pools take
+    their lanes, each step advancing up to N sentences.
 
     Args:
       translator: the TensorFlow runtime (its model, settings and search).
@@ -48,31 +61,47 @@ class SlotBackend(Backend):
         and the outputs evicted from the others. Widths past max_length are dropped.
       slots: N, each pool's slots (the widest pool's: a quarter, at least 2).
       steps: the most steps of one `generate` call.
+      small_slots: the small pool's slots (0: none).
     """
 
     def __init__(
-        self, translator: Translator, widths: Sequence[int], slots: int, steps: int = 8
+        self,
+        translator: Translator,
+        widths: Sequence[int],
+        slots: int,
+        steps: int = 8,
+        small_slots: int = 4,
     ) -> None:
-        search = translator.search
         max_length = translator.max_length
-        widths = sorted({w for w in widths if w < max_length} | {max_length})
+        self.widths = sorted({w for w in widths if w < max_length} | {max_length})
+        self._translator = translator
         self.pools = []
-        for width in widths:
+        for lane, width in enumerate(self.widths):
             widest = width == max_length
-            count = max(2, slots // 4) if widest and len(widths) > 1 else slots
-            length = None if widest else int(first_positions(width, search.settings, max_length))
-            parts = SlotParts(
-                search.model, search.settings, search.tree_tokens, search.jit_compile,
-                slots=count, block=max(1, count // 4), width=width, length=length, steps=steps,
-            )  # fmt: skip
-            self.pools.append(_Pool(parts))
-        self.widths = widths
-        self.lanes = len(widths)
+            count = max(2, slots // 4) if widest and len(self.widths) > 1 else slots
+            self.pools.append(self._pool(width, count, max(1, count // 4), [lane], steps))
+        if 0 < small_slots < slots and len(self.widths) > 1:
+            narrow = len(self.widths) - 1
+            small = self._pool(
+                self.widths[-2], small_slots, small_slots, list(range(narrow)), steps
+            )
+            self.pools.insert(0, small)  # First: it takes what waits before the large ones.
+        self.small = self.pools[0] if len(self.pools) > len(self.widths) else None
+        self.lanes = len(self.widths)
         self.slots = sum(pool.parts.slots for pool in self.pools)
-        self._translation = translator._translation
         # Each sentence in a pool's slots or block, kept for a second pass.
         self._requests: dict[int, tuple[Hashable, Waiting]] = {}
         self.samples_apart = True
+
+    def _pool(self, width: int, slots: int, block: int, lanes: list[int], steps: int) -> _Pool:
+        search, max_length = self._translator.search, self._translator.max_length
+        widest = width == max_length
+        length = None if widest else int(first_positions(width, search.settings, max_length))
+        parts = SlotParts(
+            search.model, search.settings, search.tree_tokens, search.jit_compile,
+            slots=slots, block=block, width=width, length=length, steps=steps,
+        )  # fmt: skip
+        return _Pool(parts, lanes)
 
     def lane(self, row: list[int]) -> int:
         return next(i for i, width in enumerate(self.widths) if len(row) <= width)
@@ -88,14 +117,27 @@ class SlotBackend(Backend):
         return sum(pool.parts.compilations() for pool in self.pools)
 
     def round(self, inbox: Inbox) -> list[tuple[int, Translation]]:
-        """Each pool in turn: refill its pending block from its lane, then generate."""
+        """Each pool in turn: refill its pending block from its lanes, then generate."""
         finished: list[tuple[int, Translation]] = []
-        for lane, pool in enumerate(self.pools):
-            if pool.placed >= pool.count:
-                self._prefill(pool, inbox.take(lane, pool.parts.block))
-            if pool.busy or pool.placed < pool.count:
-                finished += self._generate(lane, pool, inbox)
+        for pool in self.pools:
+            if pool.placed >= pool.count and self._takes(pool, inbox):
+                taken: list[tuple[Hashable, Waiting]] = []
+                for lane in pool.lanes:
+                    taken += inbox.take(lane, pool.parts.block - len(taken))
+                self._prefill(pool, taken)
+            if pool.active():
+                finished += self._generate(pool, inbox)
         return finished
+
+    def _takes(self, pool: _Pool, inbox: Inbox) -> bool:
+        """Whether the pool takes waiting sentences now: a large pool always; the small
+        one while the large ones are idle and what waits fits in its free slots."""
+        if pool is not self.small:
+            return True
+        if any(other.active() for other in self.pools if other is not pool):
+            return False
+        waiting = sum(inbox.waiting(lane) for lane in pool.lanes)
+        return 0 < waiting <= pool.free()
 
     def _prefill(self, pool: _Pool, taken: list[tuple[Hashable, Waiting]]) -> None:
         if not taken:
@@ -111,7 +153,7 @@ class SlotBackend(Backend):
         )
         pool.placed, pool.count = 0, len(taken)
 
-    def _generate(self, lane: int, pool: _Pool, inbox: Inbox) -> list[tuple[int, Translation]]:
+    def _generate(self, pool: _Pool, inbox: Inbox) -> list[tuple[int, Translation]]:
         parts = pool.parts
         assert pool.slots is not None and pool.pending is not None, "start() first"
         pool.slots, pool.placed, done = parts.generate_steps(
@@ -126,9 +168,9 @@ class SlotBackend(Backend):
         for at, number in enumerate(numbers):
             request, sentence = self._requests.pop(number)
             if evicted[at]:  # Again, in slots holding every position its limit allows.
-                inbox.put_first(len(self.pools) - 1, request, sentence)
+                inbox.put_first(len(self.widths) - 1, request, sentence)
             else:
-                finished.append((number, self._translation(ids[at], scores[at])))
+                finished.append((number, self._translator._translation(ids[at], scores[at])))
         return finished
 
 

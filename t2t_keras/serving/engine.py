@@ -82,6 +82,10 @@ class Inbox(abc.ABC):
     def put_first(self, lane: int, request: Hashable, sentence: Waiting) -> None:
         """Queues a sentence ahead of the lane's others (searched again, longer)."""
 
+    @abc.abstractmethod
+    def waiting(self, lane: int) -> int:
+        """How many sentences wait in the lane."""
+
 
 class Backend(abc.ABC):
     """A runtime driven one round at a time by the engine's host loop."""
@@ -222,6 +226,9 @@ class Engine(Inbox):
     def put_first(self, lane: int, request: Hashable, sentence: Waiting) -> None:
         with self._lock:
             self._queues[lane].put(request, [sentence], first=True)
+
+    def waiting(self, lane: int) -> int:
+        return len(self._queues[lane])
 
     def _loop(self) -> None:
         """The host loop: wait for work, run a backend round, answer what finished."""
