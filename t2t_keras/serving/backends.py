@@ -50,10 +50,11 @@ class SlotBackend(Backend):
     """Our slot search in pools of slots, one per source width, and a small one.
 
     A step costs the pool's N slots whatever they hold: a lone sentence in 64
-    slots would pay for 64. So while every large pool is idle and what waits
-    fits in it, a small pool of a few slots (as wide as the widest narrow
-    pool) takes it: a typed line's latency. Under load the large pools take
-    their lanes, each step advancing up to N sentences.
+    slots would pay for 64, and four clients' sentences spread over two
+    pools of 64 would each pay for 128. So a ladder of small pools (4 and
+    16 slots, as wide as the widest narrow pool) takes what waits first, as
+    far as their free slots go, and the large pools take the rest: a few
+    clients are served by small steps, many fill the large ones.
 
     Args:
       translator: the TensorFlow runtime (its model, settings and search).
@@ -61,7 +62,7 @@ class SlotBackend(Backend):
         and the outputs evicted from the others. Widths past max_length are dropped.
       slots: N, each pool's slots (the widest pool's: a quarter, at least 2).
       steps: the most steps of one `generate` call.
-      small_slots: the small pool's slots (0: none).
+      small_slots: the small pools' slots, smallest first (none: no ladder).
     """
 
     def __init__(
@@ -70,7 +71,7 @@ class SlotBackend(Backend):
         widths: Sequence[int],
         slots: int,
         steps: int = 8,
-        small_slots: int = 4,
+        small_slots: Sequence[int] = (4, 16),
     ) -> None:
         max_length = translator.max_length
         self.widths = sorted({w for w in widths if w < max_length} | {max_length})
@@ -80,13 +81,13 @@ class SlotBackend(Backend):
             widest = width == max_length
             count = max(2, slots // 4) if widest and len(self.widths) > 1 else slots
             self.pools.append(self._pool(width, count, max(1, count // 4), [lane], steps))
-        if 0 < small_slots < slots and len(self.widths) > 1:
-            narrow = len(self.widths) - 1
-            small = self._pool(
-                self.widths[-2], small_slots, small_slots, list(range(narrow)), steps
-            )
-            self.pools.insert(0, small)  # First: it takes what waits before the large ones.
-        self.small = self.pools[0] if len(self.pools) > len(self.widths) else None
+        narrow = list(range(len(self.widths) - 1))
+        ladder = [size for size in small_slots if 0 < size < slots] if narrow else []
+        # First: they take what waits before the large ones.
+        self.small = [
+            self._pool(self.widths[-2], size, min(size, 8), narrow, steps) for size in ladder
+        ]
+        self.pools = [*self.small, *self.pools]
         self.lanes = len(self.widths)
         self.slots = sum(pool.parts.slots for pool in self.pools)
         # Each sentence in a pool's slots or block, kept for a second pass.
@@ -120,24 +121,26 @@ class SlotBackend(Backend):
         """Each pool in turn: refill its pending block from its lanes, then generate."""
         finished: list[tuple[int, Translation]] = []
         for pool in self.pools:
-            if pool.placed >= pool.count and self._takes(pool, inbox):
+            if pool.placed >= pool.count:
+                room = self._room(pool, inbox)
                 taken: list[tuple[Hashable, Waiting]] = []
                 for lane in pool.lanes:
-                    taken += inbox.take(lane, pool.parts.block - len(taken))
+                    taken += inbox.take(lane, room - len(taken))
                 self._prefill(pool, taken)
             if pool.active():
                 finished += self._generate(pool, inbox)
         return finished
 
-    def _takes(self, pool: _Pool, inbox: Inbox) -> bool:
-        """Whether the pool takes waiting sentences now: a large pool always; the small
-        one while the large ones are idle and what waits fits in its free slots."""
-        if pool is not self.small:
-            return True
-        if any(other.active() for other in self.pools if other is not pool):
-            return False
-        waiting = sum(inbox.waiting(lane) for lane in pool.lanes)
-        return 0 < waiting <= pool.free()
+    def _room(self, pool: _Pool, inbox: Inbox) -> int:
+        """How many waiting sentences the pool takes now: a small pool up to its free
+        slots; a large narrow pool only what the small ones cannot hold."""
+        if pool in self.small:
+            return min(pool.parts.block, pool.free())
+        if not self.small or pool.lanes[0] not in self.small[0].lanes:
+            return pool.parts.block
+        narrow_waiting = sum(inbox.waiting(lane) for lane in self.small[0].lanes)
+        overflow = narrow_waiting - sum(small.free() for small in self.small)
+        return min(pool.parts.block, max(0, overflow))
 
     def _prefill(self, pool: _Pool, taken: list[tuple[Hashable, Waiting]]) -> None:
         if not taken:

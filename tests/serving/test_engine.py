@@ -39,8 +39,8 @@ def test_requests_in_flight_together_get_the_files_texts(trained: TrainedModel) 
     lines = [*texts(NUMBERS), "", *texts([n * 3 + 1 for n in NUMBERS])]
     expected = translator.translate(lines)
     # Narrow pools of 4 slots: most sentences wait, and many outgrow the first pool;
-    # a small pool of 2 for a lone line.
-    backend = SlotBackend(translator, widths=[8, 16], slots=4, steps=3, small_slots=2)
+    # a small pool of 2 that takes what waits first.
+    backend = SlotBackend(translator, widths=[8, 16], slots=4, steps=3, small_slots=[2])
     engine = Engine(translator, backend, max_queue_sentences=30)
     cancelled = engine.submit(lines[:25])
     with pytest.raises(QueueFull):
@@ -51,7 +51,7 @@ def test_requests_in_flight_together_get_the_files_texts(trained: TrainedModel) 
     compiled = backend.compilations()
     lone = engine.submit(lines[:1])  # Alone: through the small pool.
     lone.future.result(timeout=60)
-    assert backend.small is not None and backend.small.count == 1  # It took the lone line.
+    assert backend.small[0].count == 1  # It took the lone line.
     cuts = [1, 2, 9, 10, 11, 25]  # Then requests of 1, 7, 1, 1 and 14 lines at once.
     requests = [lone, *(engine.submit(lines[a:b]) for a, b in itertools.pairwise(cuts))]
     replies = [request.future.result(timeout=120) for request in requests]
