@@ -3,23 +3,10 @@
     .venv/bin/python benchmarks/avx2_host.py benchmarks/peers.py --rounds=3 --modes=train,decode
     .venv/bin/python benchmarks/avx2_host.py --t2t t2t-benchmark --mode=matmul
 
-Most laptops and many cloud machines have AVX2 and FMA but no AVX-512, and
-run several-fold slower matrix products. The benchmark (first form) runs
-with each library's own cap on the instructions it dispatches to: oneDNN
-(TensorFlow's oneDNN ops and its Eigen MatMul's sgemm, torch's and
-CTranslate2's) by ONEDNN_MAX_CPU_ISA; XLA's generated code by
---xla_cpu_max_isa in XLA_FLAGS; MKL (torch's sgemm) by
-MKL_ENABLE_INSTRUCTIONS, torch's own kernels by ATEN_CPU_CAPABILITY,
-CTranslate2 by CT2_FORCE_CPU_ISA. YNNPACK, which XLA's CPU dots call, has
-no such setting: each `t2t-*` command the benchmark starts
-(`t2t_commands.t2t`) runs through this module (second form), which loads
-TensorFlow's library and sets YNNPACK's detected instruction sets to
-SSE2..AVX2+FMA3 before anything detects them.
-
-TensorFlow still sees the AVX-512 CPU, so it turns its oneDNN ops on; an
-AVX2-only CPU has them off unless t2t_keras turns them on (t2t_keras.machine):
-add TF_ENABLE_ONEDNN_OPTS=0 to measure TensorFlow's own default there. The
-caps cannot change the core: an AVX2 CPU's caches, clock and memory differ.
+The first form runs the benchmark with each library's own cap (`CAPS`,
+`XLA_CAP`); YNNPACK has none, so each `t2t-*` command it starts runs through
+the second form, which caps YNNPACK's detected instruction sets first.
+docs/fast_inference.md says what this measures and what it cannot.
 """
 
 from __future__ import annotations

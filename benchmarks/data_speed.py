@@ -1,20 +1,10 @@
 """Data at WMT size: t2t-datagen and the input pipeline's time, memory and tokens/s per core.
 
     .venv/bin/python benchmarks/data_speed.py [--sizes=500000,1500000,4500000]
-        [--work_dir=DIR] [--shared_data=../shared/data]
 
-1. Builds WMT14-sized English-German corpora from the real text of
-   ../shared/data (Multi30k train and newstest2008-2012), each line two
-   seeded random pairs joined (4.5M lines hardly repeat), laid out as
-   translate_ende_wmt_bpe37k's local source (newstest2013 as dev); each
-   size's corpus is the start of the largest.
-2. Runs `t2t-datagen` on each, a process of its own: wall time (and when the
-   vocabulary was done), pairs/s, peak resident memory, shards on disk.
-3. Reads the largest one's training batches (transformer_base batching) in a
-   process held to one core, then to every core: target tokens/s, padding
-   excluded, and the cores that feed 8 GPUs at --gpu_tokens_per_second each.
-
-Prints one JSON line per measurement.
+Corpora of --sizes pairs of real text, `t2t-datagen` on each, then the
+largest's batches read on one core and on all; one JSON line per
+measurement. Figures: docs/benchmarks.md#data-at-wmt-size.
 """
 
 from __future__ import annotations
@@ -40,8 +30,6 @@ WMT_TRAIN = ("newstest2008", "newstest2009", "newstest2010", "newstest2011", "ne
 flags.DEFINE_list("sizes", ["500000", "1500000", "4500000"], "Corpus sizes in sentence pairs.")
 flags.DEFINE_string("work_dir", "/tmp/t2t_data_speed", "Where corpora and shards go (~4 GB).")
 flags.DEFINE_integer("seconds", 60, "Timed reading of the input pipeline, per measurement.")
-flags.DEFINE_float("gpu_tokens_per_second", 216_000, "Target tokens/s one GPU trains at: "
-                   "HF Marian at transformer_base size on an H200, bf16.")  # fmt: skip
 flags.DEFINE_string("pipeline_only", None, "Internal: measure the pipeline of this data_dir.")
 FLAGS = flags.FLAGS
 
@@ -132,9 +120,7 @@ def run_pipeline(data_dir: str, cores: list[int]) -> dict:
         argv, env=environment, check=True, capture_output=True, text=True,
         preexec_fn=lambda: os.sched_setaffinity(0, cores),
     ).stdout  # fmt: skip
-    result = json.loads(output.strip().splitlines()[-1])
-    feeds = 8 * FLAGS.gpu_tokens_per_second / result["target_tokens_per_second"] * len(cores)
-    return {**result, "pipeline_cores": len(cores), "cores_for_8_gpus": round(feeds, 1)}
+    return {**json.loads(output.strip().splitlines()[-1]), "pipeline_cores": len(cores)}
 
 
 def measure_pipeline(data_dir: str) -> dict:

@@ -1,32 +1,8 @@
 r"""Decoding real text as users do: t2t-decoder, the SavedModel and CTranslate2, side by side.
 
-From one trained model (--trained_dir, e.g. the averaged directory of a
-train_multi30k.py run) this exports a SavedModel and CTranslate2 models in
-float32 and int8 (t2t-exporter), then decodes a raw source file (default
-Multi30k's test_2016_flickr) with each runtime, each a process of its own:
-`t2t-decoder --decode_from_file` (its default --xla=full); a Python that
-loads the SavedModel with TensorFlow alone and sends batches of
---batch_size lines in file order, as a TF Serving client would; and
-`t2t-decoder --runtime=ctranslate2` (float32, int8).
-
-For each: the sentences/s of decoding as the process reports it (first
-sentence to last), its wall time (and sentences/s) for the whole file and
-for its first --short_lines lines, and sacreBLEU against --reference (a speed-up that
-changes outputs shows). Rounds alternate the runtimes; the table gives
-medians and ratios to CTranslate2 float32 (per round, then the median). With
---xla_cache the TensorFlow runtimes keep their compilations on disk, as
-t2t-decoder does: the first round pays for compiling, listed apart.
-
-Then --profile_rounds profiles of t2t-decoder's TensorFlow decoding, each a
-fresh process, with an empty XLA cache and then the one it filled: seconds
-of start-up (Python and imports), model load, the search's first call (its
-tracing, compilation or load from the cache, and the first block's search),
-the other calls, of all calls the blocks' insertion (their encoding, timed
-apart), and the rest (encoding, sorting, writing), with the compiled shapes
-(slots x width) and the share of slot-steps that advanced a sentence not yet
-done. Last, the latency of --decode_interactive: the first
---interactive_lines lines typed one by one, seconds from each Enter to its
-output (TensorFlow with an empty, then a kept cache; CTranslate2 float32).
+Exports --trained_dir and decodes --source with each runtime, a process
+each, in alternating rounds; then profiles a t2t-decoder process and times
+lines typed into it. Method and figures: docs/benchmarks.md#decoding-real-text.
 
     .venv/bin/python benchmarks/decode_files.py --trained_dir=TRAIN/averaged --rounds=3
 
@@ -39,9 +15,7 @@ import time
 
 STARTED = time.monotonic()  # Before the imports: the profile's start-up includes them.
 
-import functools  # noqa: E402
 import json  # noqa: E402
-import re  # noqa: E402
 import shutil  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
@@ -50,9 +24,10 @@ from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
 from absl import app, flags  # noqa: E402
-from rounds import markdown_table, median_ratio, median_seconds, round_order  # noqa: E402
-from t2t_commands import emit, machine_facts, t2t, timed_run  # noqa: E402
+from rounds import markdown_table, median_ratio, round_order  # noqa: E402
+from t2t_commands import decoding_run, emit, machine_facts, t2t, timed_run  # noqa: E402
 from trained_model import (  # noqa: E402
+    EXPORTS,
     TEST_REFERENCE,
     TEST_SOURCE,
     decode_raw_file,
@@ -62,24 +37,18 @@ from trained_model import (  # noqa: E402
     xla_cache_environment,
 )
 
-RUNTIMES = ("tensorflow", "saved_model", "ctranslate2 float32", "ctranslate2 int8")
+RUNTIMES = ("tensorflow", *EXPORTS)
 
 flags.DEFINE_string("trained_dir", None, "The training directory (or averaged/) to decode with.")
 flags.DEFINE_string("source", TEST_SOURCE, "Raw source, one a line.")
 flags.DEFINE_string("reference", TEST_REFERENCE, "Its raw references.")
 flags.DEFINE_integer("rounds", 3, "Rounds; each decodes the file once with every runtime.")
-flags.DEFINE_integer("profile_rounds", 1, "Profiles of the TensorFlow runtime, after the rounds.")
 flags.DEFINE_integer("short_lines", 10, "Lines of the short file (latency of a small job).")
 flags.DEFINE_integer("batch_size", 32, "SavedModel client: sentences per request.")
 flags.DEFINE_string("work_dir", None, "Where exports and outputs go; a temporary folder if unset.")
-flags.DEFINE_bool("xla_cache", True, "t2t-decoder keeps its compiled searches in "
-                  "work_dir/xla_cache (--xla_cache_dir), the SavedModel client in "
-                  "work_dir/saved_model_xla_cache (TF_XLA_FLAGS), both emptied at the start: the "
-                  "first round pays for compiling, later rounds find what a second run finds.")  # fmt: skip
 flags.DEFINE_integer("interactive_lines", 10, "Lines typed into t2t-decoder --decode_interactive.")
 flags.DEFINE_bool("profile", False, "Internal: profile one TensorFlow decode in this process.")
 flags.DEFINE_string("output", None, "Internal, with --profile: where the outputs go.")
-flags.DEFINE_string("xla", "full", "The profile's --xla mode (t2t-decoder's default: full).")
 FLAGS = flags.FLAGS
 
 # The SavedModel client: TensorFlow (and tensorflow_text's ops) only.
@@ -102,35 +71,32 @@ print(f"Decoded {len(lines)}/{len(lines)} sentences ({rate:.1f} sentences/s).", 
 """
 # The machine's fields (`machine_facts`), measured once in main and added to every line.
 MACHINE: dict[str, Any] = {}
-# The runtimes' table: title, the results' key, and the median's format ("x": the
-# median of the per-round ratios to CTranslate2 float32).
+# The table: title, results' key, the median's format ("x": of per-round ratios to CT2 fp32).
 COLUMNS = (
     ("sentences/s, decoding", "decoding_sentences_per_s", ".1f"),
     ("decoding / CT2 fp32", "decoding_sentences_per_s", "x"),
-    ("sentences/s, process", "sentences_per_s", ".1f"),
     ("wall, whole file (s)", "wall_seconds", ".2f"),
     ("wall, short file (s)", "short_wall_seconds", ".2f"),
     ("BLEU", "bleu", ".2f"),
-    ("sentences/s / CT2 fp32", "sentences_per_s", "x"),
     ("wall / CT2 fp32", "wall_seconds", "x"),
     ("short wall / CT2 fp32", "short_wall_seconds", "x"),
 )
 
 
 def cache_dirs(work_dir: Path) -> dict[str, str]:
-    """Each TensorFlow runtime's XLA cache directory, emptied ("" without --xla_cache)."""
+    """Each TensorFlow runtime's XLA cache directory, emptied: the first round pays for
+    compiling, the later ones find what a user's second run finds."""
     dirs = {"tensorflow": work_dir / "xla_cache", "saved_model": work_dir / "saved_model_xla_cache"}
     for path in dirs.values():
         shutil.rmtree(path, ignore_errors=True)
-    return {runtime: str(path) if FLAGS.xla_cache else "" for runtime, path in dirs.items()}
+    return {runtime: str(path) for runtime, path in dirs.items()}
 
 
 def runtime_command(
     runtime: str, dirs: dict[str, str], caches: dict[str, str], source: str, output: str
 ) -> list[str]:
     """The process that decodes `source` into `output` with `runtime`."""
-    decoder = [*t2t("t2t-decoder"), f"--decode_from_file={source}"]
-    decoder.append(f"--decode_to_file={output}")
+    decoder = [*t2t("t2t-decoder"), f"--decode_from_file={source}", f"--decode_to_file={output}"]
     if runtime == "tensorflow":
         return [*decoder, f"--output_dir={FLAGS.trained_dir}", f"--xla_cache_dir={caches[runtime]}"]
     if runtime == "saved_model":
@@ -167,26 +133,13 @@ def interactive(dirs: dict[str, str], work_dir: Path) -> list[dict[str, Any]]:
     return results
 
 
-def decoding_run(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
-    """A decoding process's wall seconds, and the sentences/s of its decoding alone (its
-    last "Decoded N/N sentences (X sentences/s)" line: first sentence to last)."""
-    seconds, finished = timed_run(argv, env)
-    rates = re.findall(r"Decoded (\d+)/\1 sentences \(([\d.]+) sentences/s\)", finished.stderr)
-    return seconds, float(rates[-1][1]) if rates else float("nan")
-
-
-def bleu(output: str, reference: str) -> float:
-    import sacrebleu
-
-    hypotheses, references = source_lines(output), source_lines(reference)
-    return round(sacrebleu.corpus_bleu(hypotheses, [references]).score, 2)
-
-
 def one_round(
     round_index: int, dirs: dict[str, str], caches: dict[str, str], work_dir: Path
 ) -> list[dict[str, Any]]:
     """Every runtime decodes the whole file, then its first --short_lines, each a process."""
-    sentences = len(source_lines(FLAGS.source))
+    from t2t_keras.metrics.bleu import sacrebleu_score  # Not in the profile's start-up.
+
+    sentences, references = len(source_lines(FLAGS.source)), source_lines(FLAGS.reference)
     results = []
     for runtime in round_order(RUNTIMES, round_index):
         name = runtime.replace(" ", "_")
@@ -205,7 +158,7 @@ def one_round(
             "sentences_per_s": round(sentences / whole, 1),
             "decoding_sentences_per_s": rate,
             "short_wall_seconds": round(short_seconds, 2),
-            "bleu": bleu(output, FLAGS.reference),
+            "bleu": round(sacrebleu_score(source_lines(output), references).score, 2),
         }
         emit(result, MACHINE)
         results.append(result)
@@ -253,17 +206,16 @@ def profile() -> None:
     import t2t_keras.serving.translator  # noqa: F401
 
     imported = time.monotonic()
-    trained, translator = load_translator(FLAGS.trained_dir, xla=FLAGS.xla)
+    translator = load_translator(FLAGS.trained_dir)
     loaded = time.monotonic()
     search = translator.search
     calls = timed_calls(search)
     decode_raw_file(translator, FLAGS.source, FLAGS.output)
     done = time.monotonic()
     first_call, other_calls = (calls[0], calls[1:]) if calls else (0.0, [])
-    insert = block_encoding_seconds(trained.model, search) * len(calls)
     emit(
         {
-            "profile": f"tensorflow --xla={FLAGS.xla}",
+            "profile": "tensorflow --xla=full",
             "startup_seconds": round(imported - STARTED, 2),
             "load_seconds": round(loaded - imported, 2),
             "compiled_shapes": search.compilations(),
@@ -272,32 +224,10 @@ def profile() -> None:
             "other_search_seconds": round(sum(other_calls), 2),
             "rest_seconds": round(done - loaded - sum(calls), 2),
             "decode_seconds": round(done - loaded, 2),
-            "insert_seconds": round(insert, 2),
             "busy_slot_steps": round(search.busy_steps / max(search.slot_steps, 1), 4),
             "slot_steps": search.slot_steps,
         }
     )
-
-
-def block_encoding_seconds(model: Any, search: Any) -> float:
-    """What inserting a block into the slots costs, timed apart: its encoding (the
-    encoder and each decoder layer's keys and values), compiled as the search
-    is, at the block shape of each slot shape searched (their mean)."""
-    import tensorflow as tf
-
-    from t2t_keras.search.slots import BLOCK_SLOTS
-
-    encode = tf.function(lambda ids: model.encode_for_decoding(ids, search.beams), jit_compile=True)
-
-    def encoded(block: Any) -> Any:
-        return tf.nest.map_structure(lambda tensor: tensor.numpy(), encode(block))
-
-    seconds = []
-    for count, width, _ in search.searched_shapes():
-        block = tf.zeros([BLOCK_SLOTS * count, width], tf.int32)
-        # The first call compiles; the median of 5 after it.
-        seconds.append(median_seconds(functools.partial(encoded, block), warmup=1, repeats=5))
-    return statistics.mean(seconds) if seconds else 0.0
 
 
 def runtime_row(runtime: str, results: list[dict[str, Any]]) -> list[str]:
@@ -351,11 +281,9 @@ def main(argv: list[str]) -> None:
         results += one_round(round_index, dirs, caches, work_dir)
     profiles = []
     profile_cache = work_dir / "profile_xla_cache"
-    for _ in range(FLAGS.profile_rounds):
-        shutil.rmtree(profile_cache, ignore_errors=True)
-        profiles.append(profile_in_subprocess(work_dir, str(profile_cache), "empty"))
-        if FLAGS.xla_cache:
-            profiles.append(profile_in_subprocess(work_dir, str(profile_cache), "kept"))
+    shutil.rmtree(profile_cache, ignore_errors=True)
+    for cache in ("empty", "kept"):
+        profiles.append(profile_in_subprocess(work_dir, str(profile_cache), cache))
     latencies = interactive(dirs, work_dir) if FLAGS.interactive_lines > 1 else []
     print(tables(results, profiles, latencies))
 

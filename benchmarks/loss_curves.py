@@ -2,12 +2,7 @@
 
     .venv/bin/python benchmarks/loss_curves.py --plot=curves.png OURS.json PEER.json [more.json]
 
-Each file holds a benchmark's stdout (train_multi30k.py's or
-peers_multi30k.py's); its last JSON line with a "loss_curve" is drawn, named
-by its "system" (else by the file's name). Both write the curve with
-`curve_point`: per log interval, the label-smoothed cross-entropy per target
-token over it. Two panels: loss against target tokens seen (the data each
-side learned from) and against wall-clock minutes (what the budget buys).
+Draws the last "loss_curve" of each train_multi30k.py or peers_multi30k.py stdout.
 """
 
 from __future__ import annotations
@@ -62,11 +57,9 @@ def read_curve(path: str) -> tuple[str, list[dict[str, float]]]:
 
 def plot(curves: Sequence[tuple[str, list[dict[str, float]]]], path: str) -> None:
     """Loss against target tokens seen (left) and against wall-clock minutes (right)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     figure = Figure(figsize=(11, 4))
-    FigureCanvasAgg(figure)
     by_tokens, by_minutes = figure.subplots(1, 2, sharey=True)
     for label, points in curves:
         losses = [point["loss"] for point in points]

@@ -1,8 +1,7 @@
 """Multi30k from ../shared/data for the benchmarks: the data layout and the test scoring.
 
-Both benchmarks (ours, `train_multi30k.py`, and the PyTorch peer,
-`peers_multi30k.py`) read the same data and vocabulary through this module and
-score the same raw test files the same way, so their JSON lines compare.
+Ours (`train_multi30k.py`) and the peer (`peers_multi30k.py`) read the same data and
+vocabulary through it and score the raw test files alike, so their JSON lines compare.
 """
 
 from __future__ import annotations
@@ -14,6 +13,8 @@ from collections.abc import Callable, Sequence
 
 from absl import flags, logging
 from sacrebleu.metrics import BLEU
+
+from t2t_keras.files import read_text_lines
 
 SHARED_DATA = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data")
 flags.DEFINE_string("shared_data", SHARED_DATA, "Folder holding multi30k/.")
@@ -46,11 +47,6 @@ def prepare_data(work_dir: str) -> str:
     return data_dir
 
 
-def read_lines(path: str) -> list[str]:
-    with open(path, encoding="utf-8") as file:
-        return file.read().split("\n")[:-1]
-
-
 def score(sources: Sequence[str], hypotheses: Sequence[str], references: Sequence[str]) -> dict:
     """sacreBLEU (cased, 13a) of raw outputs, with what users look at beside it: bleu, bp
     (brevity penalty), ratio (hypothesis / reference length), empty_outputs (for
@@ -79,7 +75,7 @@ def score_test_sets(
         start = time.monotonic()
         sources, outputs = decode(corpus_path(name, "en"), f"{out_prefix}{name}.decodes")
         seconds = time.monotonic() - start
-        result = results[name] = score(sources, outputs, read_lines(corpus_path(name, "de")))
+        result = results[name] = score(sources, outputs, read_text_lines(corpus_path(name, "de")))
         result["decode_seconds"] = round(seconds, 1)
         result["sentences_per_second"] = round(len(sources) / seconds, 2)
         logging.info("%s: %s", name, result["sacrebleu"])

@@ -1,14 +1,9 @@
 """Why outputs come out short, on files: t2t_keras.metrics.output_lengths.
 
-    .venv/bin/python benchmarks/output_lengths.py --run_dir=TRAIN --source=val.en \\
+    .venv/bin/python benchmarks/output_lengths.py --run_dir=TRAIN --source=val.en \
         --reference=val.de [--decodes=val.decodes]
 
-Teacher-forces the model on every (source, reference) pair and prints one
-JSON line, with the machine: cross-entropy with the true, another and an
-empty source; EOS probability inside the references and at their ends; and,
-with --decodes, the output/reference length ratio by reference length and,
-for the outputs under 0.8x their reference, how often the model scores the
-reference higher (rarely: a model error, not a search error).
+One JSON line, with the machine. Figures: docs/benchmarks.md#why-outputs-come-out-short.
 """
 
 from __future__ import annotations

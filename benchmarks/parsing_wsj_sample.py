@@ -1,29 +1,11 @@
 """Parsing on the WSJ sample: train for a wall-clock budget, decode to trees, score as EVALB.
 
-    .venv/bin/python benchmarks/parsing_wsj_sample.py [--reference_minutes=30] [--split=test] \
-        [--beams=1,4,21] [--plot=curve.png]
+    .venv/bin/python benchmarks/parsing_wsj_sample.py --reference_minutes=30 --plot=curve.png
 
-Splits the NLTK WSJ sample (../shared/data/ptb, 3,914 trees, one a line) into
-the one-tree-a-line layout parsing_english_wsj16k reads: the first
---train_trees train, the next --dev_trees are the dev split (choose recipes
-on it: --split=dev), the rest (414 trees) the test split. Trains
---hparams_set on one device within the budget (`training_budget.py`: --steps,
---minutes, or by default 30 --reference_minutes) with a checkpoint every
-thirtieth of it, then:
-
-  - the curve: every --curve_every-th checkpoint decoded greedily (under the
-    tree constraint) and scored on --split, F1 against training minutes;
-  - the result: the average of the last --average checkpoints decoded with
-    each beam of --beams, as t2t-decoder does (constrained search, outputs
-    made PTB trees), F1 (all and <= 40 words), outputs that needed repair,
-    sentences per second;
-  - the baselines: a flat tree and a right-branching tree over the same
-    sentences, scored the same way.
-
-Prints one JSON line (with the budget and the machine: CPU, flags, oneDNN,
-float32 matmul rate) naming the gold and parsed tree files, which EVALB
-itself (`evalb -p COLLINS.prm`) scores the same; --plot also draws the curve
-with the baselines as a PNG.
+Trains on the NLTK WSJ sample within the budget (`training_budget.py`), then
+scores --split: greedy along the run (--curve_minutes), the averaged model
+with each of --beams, and flat and right-branching trees. One JSON line;
+--plot draws the curve. Figures: docs/benchmarks.md#parsing-on-a-cpu.
 """
 
 from __future__ import annotations
@@ -38,10 +20,10 @@ import tempfile  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
+import quality_curve  # noqa: E402
 import training_budget  # noqa: E402
 from absl import app, flags, logging  # noqa: E402
 from one_device import define_flags, train_for_budget  # noqa: E402
-from quality_curve import saved_checkpoints  # noqa: E402
 from t2t_commands import emit  # noqa: E402
 from trained_model import load_translator  # noqa: E402
 
@@ -59,10 +41,10 @@ flags.DEFINE_integer("train_trees", 3300, "The first this many sample trees trai
 flags.DEFINE_integer("dev_trees", 200, "The next this many are the dev split; the rest test.")
 flags.DEFINE_enum("split", "test", ["dev", "test"], "The split decoded and scored.")
 flags.DEFINE_list("beams", ["1", "4", "21"], "Beam sizes the final model decodes with.")
-flags.DEFINE_integer("curve_every", 5, "Every n-th checkpoint is a point of the curve; 0 = none.")
+flags.DEFINE_list("curve_minutes", ["5", "10", "15", "20", "25", "30"], "Minutes of the budget "
+                  "the curve scores the newest checkpoint at.")  # fmt: skip
 flags.DEFINE_enum("xla", "off", XLA_MODES, "As t2t-trainer's --xla.")
 flags.DEFINE_string("plot", None, "Write the F1 curve, with the baselines, to this PNG.")
-flags.DEFINE_string("decode_run_dir", None, "Skip training: decode and score this directory.")
 FLAGS = flags.FLAGS
 
 
@@ -96,10 +78,7 @@ def score(gold: list[str], trees: list[str]) -> dict:
 def decode_and_score(run_dir: str, data_dir: str, beam_size: int, files_dir: str) -> dict:
     """The split decoded to trees as t2t-decoder does (constrained), and scored as EVALB does."""
     problem = registry.problem(PROBLEM)
-    _, translator = load_translator(
-        run_dir, FLAGS.decode_hparams, f"beam_size={beam_size}",
-        tree_constraint=problem.tree_constraint,
-    )  # fmt: skip
+    translator = load_translator(run_dir, FLAGS.decode_hparams, f"beam_size={beam_size}")
     pairs = problem.text_examples(data_dir, FLAGS.split, -1)
     sources, gold = [s for s, _ in pairs], [g for _, g in pairs]
     start = time.monotonic()
@@ -110,7 +89,7 @@ def decode_and_score(run_dir: str, data_dir: str, beam_size: int, files_dir: str
     gold_path, test_path = (os.path.join(files_dir, f"{n}.trees") for n in ("gold", "parsed"))
     Path(gold_path).write_text("\n".join(gold) + "\n", encoding="utf-8")
     Path(test_path).write_text("\n".join(trees) + "\n", encoding="utf-8")
-    result = {
+    return {
         "beam_size": translator.settings.search.beam_size,
         "alpha": translator.settings.search.alpha,
         "sentences": len(sources),
@@ -123,7 +102,6 @@ def decode_and_score(run_dir: str, data_dir: str, beam_size: int, files_dir: str
         "sentences_per_second": round(len(sources) / seconds, 2),
         "files": [gold_path, test_path],
     }
-    return result
 
 
 def baselines(data_dir: str) -> dict:
@@ -134,37 +112,28 @@ def baselines(data_dir: str) -> dict:
     return {name: score(gold, trees) for name, trees in built.items()}
 
 
-def curve(
-    output_dir: str, data_dir: str, started: float, work_dir: str, machine_facts: dict
-) -> list[dict]:
-    """F1 (greedy, constrained) of every --curve_every-th checkpoint and of the last.
+def curve(output_dir: str, data_dir: str, started: float, work_dir: str, facts: dict) -> list:
+    """Greedy F1 (constrained) of the newest checkpoint by each --curve_minutes minute of
+    the budget (`quality_curve.curve`); each point also printed as a JSON line."""
 
-    Each point is also printed as a JSON line, with the machine's fields.
-    """
-    saved = saved_checkpoints(output_dir)
-    chosen = saved[FLAGS.curve_every - 1 :: FLAGS.curve_every] if FLAGS.curve_every else []
-    if saved and saved[-1] not in chosen:
-        chosen.append(saved[-1])
-    points = []
-    for step, written, prefix in chosen:
-        run_dir = os.path.join(work_dir, f"curve-{step}")
+    def score(saved: list[str], name: str) -> dict:
+        run_dir = os.path.join(work_dir, name)
         # The run files and this checkpoint alone (an average of one).
-        average_checkpoints(output_dir, checkpoints=[prefix], averaged_dir=run_dir)
-        trees_dir = os.path.join(work_dir, f"curve-{step}-trees")
-        result = decode_and_score(run_dir, data_dir, 1, trees_dir)
-        minutes = round((written - started) / 60, 1)
-        points.append({"step": step, "minutes": minutes, "f1": result["f1"]})
-        emit({"curve_point": points[-1]}, machine_facts)
-    return points
+        average_checkpoints(output_dir, checkpoints=saved[-1:], averaged_dir=run_dir)
+        f1 = decode_and_score(run_dir, data_dir, 1, f"{run_dir}-trees")["f1"]
+        emit({"curve_point": {"name": name, "f1": f1}}, facts)
+        return {"f1": f1}
+
+    minutes = [float(minute) for minute in FLAGS.curve_minutes]
+    seconds = training_budget.minute_seconds(facts)
+    return quality_curve.curve(minutes, seconds, started, output_dir, score)
 
 
 def plot(points: list[dict], floor: dict, path: str) -> None:
     """F1 against training minutes, the baselines as horizontal lines."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     figure = Figure(figsize=(6, 4))
-    FigureCanvasAgg(figure)
     axes = figure.add_subplot()
     minutes = [p["minutes"] for p in points]
     axes.plot(minutes, [p["f1"] for p in points], "o-", label=f"{FLAGS.hparams_set}, greedy")
@@ -192,19 +161,17 @@ def main(argv: list[str]) -> None:
         logging.info(reason)
     budget, machine_facts = training_budget.resolve()
     summary: dict = {"split": FLAGS.split, **machine_facts, "baselines": baselines(data_dir)}
-    run_dir = FLAGS.decode_run_dir
-    if not run_dir:
-        started = time.time()
-        output_dir = os.path.join(work_dir, f"train_{int(started)}")
-        # keep_checkpoint_max: all 30 of the budget, every point of the curve.
-        trained = train_for_budget(
-            PROBLEM, data_dir, output_dir, budget, keep_checkpoint_max=40, xla=FLAGS.xla
-        )
-        summary |= {**training_budget.summary(budget), **trained}
-        summary["curve"] = curve(output_dir, data_dir, started, work_dir, machine_facts)
-        if FLAGS.plot:
-            plot(summary["curve"], summary["baselines"], FLAGS.plot)
-        run_dir = os.path.join(output_dir, "averaged") if FLAGS.average > 1 else output_dir
+    started = time.time()
+    output_dir = os.path.join(work_dir, f"train_{int(started)}")
+    # keep_checkpoint_max: all 30 of the budget, every point of the curve.
+    trained = train_for_budget(
+        PROBLEM, data_dir, output_dir, budget, keep_checkpoint_max=40, xla=FLAGS.xla
+    )
+    summary |= {**training_budget.summary(budget), **trained}
+    summary["curve"] = curve(output_dir, data_dir, started, work_dir, machine_facts)
+    if FLAGS.plot:
+        plot(summary["curve"], summary["baselines"], FLAGS.plot)
+    run_dir = os.path.join(output_dir, "averaged") if FLAGS.average > 1 else output_dir
     summary["run_dir"] = run_dir
     summary["model"] = [
         decode_and_score(run_dir, data_dir, int(beam), os.path.join(work_dir, f"beam{beam}"))

@@ -1,27 +1,9 @@
 """The PyTorch peer: Hugging Face Marian with an hparams set's shape, its CTranslate2
 conversion, and how the Multi30k peer trains and decodes (our recipe, or its own).
 
-Marian is post-norm with no final or embedding layer norm and sinusoid
-positions; the rest comes from the hparams: sizes, dropout, ReLU, one
-embedding matrix for the encoder, the decoder and the softmax, scaled by
-sqrt(d_model), N(0, initializer_stddev) weights (0, tensor2tensor's scheme:
-Marian's own N(0, 0.02)). `peer_hparams` refuses a set Marian cannot copy.
-
-`Recipe.ours(hparams)` applies the set as our trainer and decoder do, so the
-toolkits differ in code, not settings: the schedule (`learning_rate *
-d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)`); tensor2tensor's length
-buckets (`t2t_keras.data.buckets`: `batch_size // boundary` pairs, a pair as
-long as its longer side, pairs above `max_length` dropped); our label
-smoothing (1 - eps on the true token, eps / (V - 1) on each other); Adam's
-betas and epsilon; residual, attention and ReLU dropout; the beam, up to
-input + `extra_length` tokens, `alpha` the length penalty's exponent. The one
-difference left: transformers divides a beam's log-probability by
-length^alpha (our `penalty=length`), our default by ((5 + length) / 6)^alpha.
-`Recipe("own", ...)` is the peer's usual setup: linear warmup to a peak, then
-inverse square root decay; batches of at most N tokens (padding counted) of
-length-sorted pairs; transformers' label smoothing (eps / V on every token);
-no length penalty. Needs the optional peers (benchmarks/README.md), imported
-when first used so that the scripts' --help runs without them.
+The recipes are described in docs/translation_on_a_cpu.md. torch and
+transformers are imported when first used, so the scripts' --help runs
+without them.
 """
 
 from __future__ import annotations

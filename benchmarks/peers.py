@@ -1,24 +1,10 @@
 r"""Fixed shapes against the peers, in one run: our tokens/s beside theirs, and the ratios.
 
-The peers (`peer_models.py`) take the dimensions of --hparams_set (default
-transformer_base), random weights and ids, vocabulary 8,000 unless --hparams
-sets vocab_size: Hugging Face Marian (PyTorch, CPU, fp32) trains (forward,
-label-smoothed cross-entropy, backward, Adam) and beam-searches; CTranslate2
-beam-searches that model converted, in fp32 and int8. Ours is the installed
-`t2t-benchmark` at the same shapes (with --xla, --mixed_precision if given),
-run as a subprocess, its JSON line read back. Threads: --threads for torch
-and CTranslate2 (default all cores, as TensorFlow's), and for ours through
-TF_NUM_INTRAOP_THREADS and TF_NUM_INTEROP_THREADS when given.
-
-Every hypothesis is exactly --fixed_output_length tokens (EOS barred before,
-no longer allowed; the peers' lengths are checked); ours then writes the EOS
-it forces, one decoder step more than the peers take. Rounds alternate ours
-and the peers, since the machine's speed drifts; the table at the end gives
-the medians of the rates and of the per-round ratios ours/peer.
+Marian and CTranslate2 (`peer_models.py`) against `t2t-benchmark`, at
+--hparams_set's dimensions and the same shapes, in alternating rounds.
+Figures: docs/benchmarks.md#fixed-shapes-against-the-peers.
 
     .venv/bin/python benchmarks/peers.py --rounds=3 --modes=train,decode
-
-stdout: one JSON line per measurement and per round's ratios, then the table.
 """
 
 from __future__ import annotations
@@ -34,7 +20,7 @@ from collections.abc import Callable
 import peer_models
 from absl import app, flags
 from rounds import markdown_table, median_ratio, median_seconds
-from t2t_commands import emit, machine_facts, t2t_benchmark
+from t2t_commands import describe, emit, machine_facts, t2t_benchmark
 
 from t2t_keras.benchmark import with_vocabulary
 from t2t_keras.models.transformer_hparams import TransformerHParams
@@ -65,6 +51,9 @@ FLAGS = flags.FLAGS
 # a zero embedding).
 EOS_ID, FIRST_WORD_ID = 0, 2
 COLUMNS = ("t2t_keras", "marian", "ctranslate2 fp32", "ctranslate2 int8")
+# Each mode's shape flags: the sentences of a step and their target length first.
+SHAPES = {"train": ("batch_sentences", "tgt_length", "src_length"),
+          "decode": ("decode_batch", "fixed_output_length", "beam_size", "src_length")}  # fmt: skip
 Calls = dict[tuple[str, str], Callable[[], object]]
 
 
@@ -76,18 +65,13 @@ def random_rows(batch: int, length: int, vocab_size: int, seed: int) -> list[lis
 
 
 def shapes(mode: str) -> dict[str, int]:
-    """The shape flags of `mode`."""
-    names = ("batch_sentences", "src_length", "tgt_length")
-    if mode == "decode":
-        names = ("beam_size", "decode_batch", "src_length", "fixed_output_length")
-    return {name: FLAGS[name].value for name in names}
+    """The shape flags of `mode`: sentences, their length, and the rest."""
+    return {name: FLAGS[name].value for name in SHAPES[mode]}
 
 
 def measurement(mode: str, seconds: float) -> dict:
     """The mode, its shapes and rates of a median step of `seconds`."""
-    sentences, length = FLAGS.batch_sentences, FLAGS.tgt_length
-    if mode == "decode":
-        sentences, length = FLAGS.decode_batch, FLAGS.fixed_output_length
+    sentences, length, *_ = shapes(mode).values()
     rates = {
         "tgt_tokens_per_s": sentences * length / seconds,
         "sentences_per_s": sentences / seconds,
@@ -227,12 +211,9 @@ def main(argv: list[str]) -> None:
         for number in range(1, FLAGS.rounds + 1):
             for mode in modes:
                 results[mode].append(run_round(number, mode, hparams, calls, machine))
-    cpu_flags = ", ".join(name for name, on in machine["cpu_flags"].items() if on)
-    print(f"\nOn {machine['cpu']} ({machine['cores']} cores; {cpu_flags}; oneDNN "
-          f"{'on' if machine['onednn'] else 'off'}; {machine['matmul_fp32_flops_per_s'] / 1e9:.0f} "
-          f"GFLOP/s fp32). Medians of {FLAGS.rounds} round(s), target tokens/s, {FLAGS.hparams_set} "
-          f"(vocabulary {hparams.vocab_size}), {FLAGS.threads} thread(s); ratios are medians of "
-          "the per-round ours/peer:")  # fmt: skip
+    print(f"\nOn {describe(machine)}. Medians of {FLAGS.rounds} round(s), target tokens/s, "
+          f"{FLAGS.hparams_set} (vocabulary {hparams.vocab_size}), {FLAGS.threads} thread(s); "
+          "ratios are medians of the per-round ours/peer:")  # fmt: skip
     print(table(results), flush=True)
 
 

@@ -1,22 +1,10 @@
 """The Multi30k peer's quality per minute: Hugging Face Marian trained from scratch.
 
-Trains Marian (PyTorch, fp32, CPU; `peer_models.py`) with the sizes of
---hparams_set on the data, vocabulary, budget (`training_budget.py`) and
-test files of `train_multi30k.py`, decodes with beam search and scores with
-`multi30k.score`, so its JSON line, "loss_curve" (`loss_curves.py`) and,
-with --curve_minutes, "curve" of its weights at each of those minutes
-(`quality_curve.py`) compare with ours. With --recipe=ours (the default) it
-also takes the set's recipe as our trainer and decoder apply it (schedule,
-length-bucketed batches, label smoothing, dropout, beam, alpha, output
-length; the one difference left is the length penalty's form): the
-comparison is then of the toolkits, not of their settings. --recipe=own
-trains with the peer's own settings, from its flags.
+Trains Marian (`peer_models.py`, --recipe=ours or own) on the data, budget
+and test files of `train_multi30k.py` (a work_dir holding them is reused);
+its JSON line compares with ours. Figures: docs/benchmarks.md#quality-per-training-minute.
 
     .venv/bin/python benchmarks/peers_multi30k.py --reference_minutes=30 --work_dir=/tmp/m30k
-
-A work_dir that already holds our benchmark's data and vocabulary reuses
-them. The JSON line goes to stdout, logs to stderr, the hypotheses to
-work_dir/peer/<test set>.decodes.
 """
 
 from __future__ import annotations
@@ -37,11 +25,12 @@ import sentencepiece as spm
 import training_budget
 from absl import app, flags, logging
 from loss_curves import curve_point
-from multi30k import PROBLEM, corpus_path, prepare_data, read_lines, score_test_sets
+from multi30k import PROBLEM, corpus_path, prepare_data, score_test_sets
 from peer_models import Pairs, Recipe
 from quality_curve import LATE_SECONDS
 
 from t2t_keras.benchmark.budget import Budget
+from t2t_keras.files import read_text_lines
 
 if TYPE_CHECKING:
     from transformers import MarianMTModel
@@ -76,7 +65,7 @@ def encode(processor: spm.SentencePieceProcessor, text: str) -> list[int]:
 def training_pairs(processor: spm.SentencePieceProcessor, max_length: int) -> Pairs:
     """train.en/train.de as ids with EOS; blank sides and pairs over max_length dropped."""
     pairs = []
-    sources, targets = (read_lines(corpus_path("train", side)) for side in ("en", "de"))
+    sources, targets = (read_text_lines(corpus_path("train", side)) for side in ("en", "de"))
     for source, target in zip(sources, targets, strict=True):
         if source.strip() and target.strip():
             pair = encode(processor, source), encode(processor, target)
@@ -172,7 +161,7 @@ def evaluate(peer: Peer, out_dir: str) -> dict[str, dict]:
     os.makedirs(out_dir, exist_ok=True)
 
     def decode(source: str, to_file: str) -> tuple[list[str], list[str]]:
-        sources = read_lines(source)
+        sources = read_text_lines(source)
         outputs = translate(peer, sources)
         Path(to_file).write_text("".join(f"{line}\n" for line in outputs), encoding="utf-8")
         return sources, outputs

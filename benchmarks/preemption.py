@@ -1,20 +1,9 @@
 """Preemption: time from a termination signal to t2t-trainer's exit, and a lost worker's.
 
-    .venv/bin/python benchmarks/preemption.py [--hparams_sets=transformer_tiny,transformer_base]
-        [--rounds=3] [--work_dir=DIR]
+    .venv/bin/python benchmarks/preemption.py --rounds=3
 
-For each hparams set and round, a real `t2t-trainer` (number words, XLA
-attention) gets SIGTERM mid-training (at a random point inside a step after
-step 3: it finishes and saves that step, Adam's slots included, and exits)
-and at start-up (between taking the output_dir lock and the first step:
-nothing is unsaved, it exits at once). And two `multi_worker_mirrored`
-workers of transformer_tiny on localhost, worker 1 killed (SIGKILL) or
-frozen (SIGSTOP) after step 3: the time until worker 0 exits (status 75, a
-paragraph naming worker 1).
-
-Prints one JSON line: per set and moment, the median seconds from the signal
-to the process's end, the rounds' values, exit codes, steps saved and a
-checkpoint's size; per way of losing a worker, the survivor's seconds.
+SIGTERM to `t2t-trainer` inside a step and at start-up; a worker of two
+killed or frozen. One JSON line. Figures: docs/benchmarks.md#preemption.
 """
 
 from __future__ import annotations
@@ -109,10 +98,6 @@ def _lost_worker(data_dir: Path, output_dir: Path, how: signal.Signals) -> dict:
     return {"seconds": round(seconds, 2), "exit_code": code}
 
 
-def _checkpoint_bytes(output_dir: Path) -> int:
-    return sum(path.stat().st_size for path in output_dir.glob("ckpt-*"))
-
-
 def main(argv: list[str]) -> None:
     del argv
     work = Path(FLAGS.work_dir or tempfile.mkdtemp(prefix="preemption_"))
@@ -128,7 +113,7 @@ def main(argv: list[str]) -> None:
                 output_dir = work / f"{hparams_set}_{moment}_{round_}"
                 trainer = _trainer(data_dir, output_dir, hparams_set)
                 runs.append(_signal_at(moment, trainer, output_dir, rng))
-                size = max(size, _checkpoint_bytes(output_dir))
+                size = max(size, sum(p.stat().st_size for p in output_dir.glob("ckpt-*")))
             found = report[f"{hparams_set}/{moment}"] = {
                 **_medians(runs),
                 "checkpoint_megabytes": round(size / 1e6, 1),

@@ -3,16 +3,8 @@
     .venv/bin/python benchmarks/quality_curve.py --plot=quality.png --test_set=test_2016_flickr \
         ours.json peer.json
 
-The inputs are the stdout of `train_multi30k.py` and `peers_multi30k.py`
-run with --curve_minutes=5,10,15,20,30. A schedule that does not depend on
-the budget (the inverse square root decay of both recipes) makes one run's
-model at minute m the model of an m-minute run, so one run per system gives
-the curve: ours averages the last --average checkpoints saved by minute m,
-as a run of m minutes would at its end; the peer is scored on its weights at
-minute m. Minutes are the budget's: reference minutes with
---reference_minutes (the default), this machine's with --minutes or --steps.
-This tables each file's "curve" (its last JSON line with one), BLEU of
---test_set against minutes, and draws it with --plot.
+Tables (and draws) the "curve" of train_multi30k.py and peers_multi30k.py
+runs made with --curve_minutes. Figures: docs/benchmarks.md#quality-per-training-minute.
 """
 
 from __future__ import annotations
@@ -90,11 +82,9 @@ def table(curves: Sequence[tuple[str, str, list[dict]]], test_set: str) -> str:
 
 def plot(curves: Sequence[tuple[str, str, list[dict]]], test_set: str, path: str) -> None:
     """BLEU of test_set against minutes, one line per system."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     figure = Figure(figsize=(6, 4))
-    FigureCanvasAgg(figure)
     axes = figure.add_subplot()
     for name, _, points in curves:
         bleu = [point[test_set]["bleu"] for point in points]

@@ -1,9 +1,5 @@
-"""Timing rounds: the order contenders run in, repeated calls, and the medians reported.
-
-A shared machine's speed drifts, so a benchmark times every contender once
-per round, in an order that is reversed every other round, and reports
-medians over the rounds; a ratio between two contenders is taken within each
-round, then its median over the rounds.
+"""Timing rounds: the order contenders run in, repeated calls, and the medians reported
+(docs/benchmarks.md: rounds alternate the contenders; a ratio is taken per round).
 """
 
 from __future__ import annotations

@@ -1,24 +1,9 @@
 r"""Where the search's time goes: each XLA operation of the compiled search, timed.
 
-Loads a trained model as t2t-decoder does (--xla=full) and translates a raw
-source file (default Multi30k's test_2016_flickr) once, which compiles the
-slot search afresh (no XLA cache, its optimized module dumped), then
---rounds more times under TensorFlow's profiler. XLA's CPU runtime runs one
-operation at a time, so its operations' times sum to the search's wall
-time; each is named by its shape and the TensorFlow op it came from, as
-the dump says. Prints one JSON line per round (sentences/s, a little slower
-under the profiler; slot steps; compiled shapes), per operation kind
-(matrix products, fused loops, copies, scatters and gathers, the rest:
-milliseconds per slot step and share) and per --top operation, then a
-Markdown table of those. A slot step advances every slot by one output
-position (`search.slots`), so milliseconds per step compare files, slot
-counts and model sizes.
-
-With --fixed_shapes it profiles instead the search that `t2t-benchmark
---mode=decode` and `benchmarks/peers.py` time: random weights of
---hparams_set (vocabulary 8,000), one batch of --decode_batch inputs of
---src_length tokens searched to exactly --fixed_output_length tokens; its
-steps are the search's output positions.
+Profiles --rounds translations of --source as t2t-decoder does (or with
+--fixed_shapes, the search t2t-benchmark --mode=decode times): JSON lines
+per round, per operation kind and per --top operation, then their table.
+Figures: docs/benchmarks.md#where-the-searchs-time-goes.
 
     .venv/bin/python benchmarks/search_profile.py --trained_dir=TRAIN/averaged
     .venv/bin/python benchmarks/search_profile.py --fixed_shapes  # transformer_base, beam 4, 32 x 30
@@ -106,11 +91,6 @@ def operation_seconds(profile_dir: Path, operations: set[str]) -> tuple[Counter,
     return seconds, counts
 
 
-def kind_of(operation: dict[str, str]) -> str:
-    kinds = [kind for prefix, kind in KINDS if operation.get("opcode", "").startswith(prefix)]
-    return kinds[0] if kinds else "the rest"
-
-
 def profiled_rounds(call: Callable[[], dict], sentences: int, profile_dir: Path) -> list[dict]:
     """One call that compiles, then --rounds under TensorFlow's profiler: each round's
     sentences/s and what its call returns."""
@@ -131,7 +111,7 @@ def profiled_rounds(call: Callable[[], dict], sentences: int, profile_dir: Path)
 def file_rounds(profile_dir: Path) -> list[dict[str, Any]]:
     """The file translated as t2t-decoder does (--xla=full), profiled: its slot steps and shapes."""
     lines = source_lines(FLAGS.source, FLAGS.lines)
-    _, translator = load_translator(FLAGS.trained_dir, FLAGS.decode_hparams)
+    translator = load_translator(FLAGS.trained_dir, FLAGS.decode_hparams)
     search = translator.search
 
     def translate() -> dict[str, Any]:
@@ -175,7 +155,10 @@ def report(rounds: list[dict[str, Any]], work: Path, machine: dict[str, Any]) ->
     total = sum(seconds.values())
     by_kind: Counter = Counter()
     for name, spent in seconds.items():
-        by_kind[kind_of(operations[name])] += spent
+        opcode = operations[name]["opcode"]
+        by_kind[next((kind for start, kind in KINDS if opcode.startswith(start)), "the rest")] += (
+            spent
+        )
     for kind, spent in by_kind.most_common():
         line = {"kind": kind, "ms_per_step": round(1e3 * spent / steps, 3)}
         emit({**line, "share": round(spent / total, 3)}, machine)

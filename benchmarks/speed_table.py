@@ -1,15 +1,8 @@
 """Speed by model size: t2t-benchmark over model sizes, XLA modes and precisions.
 
-    .venv/bin/python benchmarks/speed_table.py [--sizes=tiny,small,base,big] [--rounds=3]
+    .venv/bin/python benchmarks/speed_table.py --sizes=tiny,small,base,big --rounds=3
 
-Training: each --sizes entry (transformer_<size>, vocabulary 8,000) under each
---xla mode and --precisions entry, at `peers.py`'s shapes (64 sentences of
-30 + 30 tokens; big takes --big_steps timed steps). Decoding:
-transformer_base, each of --beams, 32 sentences of 30 tokens to exactly 30,
-under each --decode_xla mode. Each configuration is a process of its own,
---rounds times in alternating order. Prints the JSON lines as they come, then
-a Markdown table of the medians (target tokens/s, sentences/s, utilization,
-peak RSS).
+A process per configuration, in alternating rounds; the JSON lines, then the medians' table.
 """
 
 from __future__ import annotations

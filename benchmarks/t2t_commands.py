@@ -6,6 +6,7 @@ Under `avx2_host.py` each runs with YNNPACK capped at AVX2 too (`t2t`).
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -43,6 +44,14 @@ def timed_run(
     return seconds, finished
 
 
+def decoding_run(argv: Sequence[str], env: Mapping[str, str] | None = None) -> tuple[float, float]:
+    """A decoding process's wall seconds, and the sentences/s of its decoding alone (its
+    last "Decoded N/N sentences (X sentences/s)" line: first sentence to last)."""
+    seconds, finished = timed_run(argv, env)
+    rates = re.findall(r"Decoded (\d+)/\1 sentences \(([\d.]+) sentences/s\)", finished.stderr)
+    return seconds, float(rates[-1][1]) if rates else float("nan")
+
+
 def t2t_benchmark(arguments: Sequence[str], env: Mapping[str, str] | None = None) -> dict:
     """The JSON line `t2t-benchmark` prints for `arguments`."""
     stdout = run([*t2t("t2t-benchmark"), *arguments], env)
@@ -66,3 +75,11 @@ def machine_facts(env: Mapping[str, str] | None = None) -> dict:
     rate; measured with `env`, the environment of the benchmark's t2t processes."""
     line = t2t_benchmark(["--mode=matmul", "--steps=5", "--warmup_steps=2"], env)
     return {name: line[name] for name in MACHINE_FIELDS}
+
+
+def describe(machine: Mapping) -> str:
+    """`machine_facts` in words: CPU, cores, flags, oneDNN, float32 rate."""
+    cpu_flags = ", ".join(name for name, on in machine["cpu_flags"].items() if on)
+    rate = f"{machine['matmul_fp32_flops_per_s'] / 1e9:.0f} GFLOP/s fp32"
+    onednn = f"oneDNN {'on' if machine['onednn'] else 'off'}"
+    return f"{machine['cpu']} ({machine['cores']} cores; {cpu_flags}; {onednn}; {rate})"

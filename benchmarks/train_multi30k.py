@@ -1,18 +1,10 @@
 """Quality per training minute: transformer_small_cpu on Multi30k En->De in a budget.
 
-    .venv/bin/python benchmarks/train_multi30k.py [--reference_minutes=30] [--work_dir=DIR]
+    .venv/bin/python benchmarks/train_multi30k.py --reference_minutes=30 --work_dir=DIR
 
-Generates the data from Multi30k's train and val (8k shared BPE) once per
-work_dir (`multi30k.py`), trains --hparams_set on one device within the
-budget (`training_budget.py`; evaluation off, so the whole budget trains),
-saving 30 checkpoints and averaging the last --average, then translates the
-*raw* source of every --test_sets entry with the last and the averaged
-checkpoint as t2t-decoder --decode_from_file does, scored with sacreBLEU
-against the raw reference. Prints one JSON line: steps, target tokens/s, the
-budget, the machine, the training loss every 100 steps ("loss_curve", drawn
-by loss_curves.py) and, per checkpoint and test set, BLEU, brevity penalty,
-length ratio and empty outputs for non-empty inputs; with --curve_minutes,
-the "curve" that quality_curve.py tables.
+Trains within the budget (`training_budget.py`), then scores --test_sets
+decoded from their raw source by the last and the averaged checkpoint; one
+JSON line. Figures: docs/benchmarks.md#quality-per-training-minute.
 """
 
 from __future__ import annotations
@@ -48,7 +40,7 @@ FLAGS = flags.FLAGS
 
 def decode_test_sets(run_dir: str, name: str) -> dict:
     """Each test set's raw source translated by t2t-decoder's code path, and scored."""
-    _, translator = load_translator(run_dir, FLAGS.decode_hparams)
+    translator = load_translator(run_dir, FLAGS.decode_hparams)
 
     def decode(source: str, to_file: str) -> tuple[list[str], list[str]]:
         return decode_raw_file(translator, source, to_file)[:2]

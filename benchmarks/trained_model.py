@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,8 @@ from t2t_commands import run, t2t
 MULTI30K = Path(__file__).resolve().parents[2] / "shared" / "data" / "multi30k"
 # The raw file the decoding benchmarks decode by default, and its references.
 TEST_SOURCE, TEST_REFERENCE = (str(MULTI30K / f"test_2016_flickr.{side}") for side in ("en", "de"))
+# What `export` makes: the runtimes' names, as decode_files.py names them.
+EXPORTS = ("saved_model", "ctranslate2 float32", "ctranslate2 int8")
 
 
 def source_lines(path: str, limit: int = 0) -> list[str]:
@@ -27,32 +29,25 @@ def source_lines(path: str, limit: int = 0) -> list[str]:
     return lines[:limit] if limit else lines
 
 
-def load_translator(
-    run_dir: str,
-    *decode_hparams: str,
-    xla: str = "full",
-    tree_constraint: Callable[[Any], Any] | None = None,
-) -> tuple[Any, Any]:
-    """(`load_trained`'s model, its Translator) of `run_dir` (a training directory or its
-    averaged/), as t2t-decoder builds them for --xla=`xla`: each of `decode_hparams`
-    overrides the ones before; `tree_constraint` (a problem's: vocabularies -> tree
-    tokens) if it decodes trees."""
+def load_translator(run_dir: str, *decode_hparams: str) -> Any:
+    """The Translator of `run_dir` (a training directory or its averaged/) as t2t-decoder
+    builds it (--xla=full; a parser's search held to trees): each of `decode_hparams`
+    overrides the ones before."""
     from t2t_keras import catalog
+    from t2t_keras.bin.trained_model import tree_tokens
     from t2t_keras.modes import Xla
     from t2t_keras.run.loading import load_trained
     from t2t_keras.search.settings import DecodeHParams
     from t2t_keras.serving.translator import Translator
 
     catalog.load()
-    mode = Xla(xla)
+    mode = Xla("full")
     trained = load_trained(run_dir, use_xla=mode.compiles_attention)
     settings = DecodeHParams()
     for overrides in decode_hparams:
         settings = settings.override(overrides)
-    tree_tokens = tree_constraint(trained.vocabs) if tree_constraint else None
-    translator = Translator(trained.model, trained.vocabs, settings.resolve(trained.hparams),
-                            jit_compile=mode.compiles_whole_search, tree_tokens=tree_tokens)  # fmt: skip
-    return trained, translator
+    return Translator(trained.model, trained.vocabs, settings.resolve(trained.hparams),
+                      mode.compiles_whole_search, tree_tokens(trained.run, trained.vocabs))  # fmt: skip
 
 
 def decode_raw_file(translator: Any, source: str, to_file: str) -> tuple[list, list[str], float]:
@@ -66,17 +61,19 @@ def decode_raw_file(translator: Any, source: str, to_file: str) -> tuple[list, l
     return decoded.sources, [translation.text for translation in decoded.translations], seconds
 
 
-def export(trained_dir: str, work_dir: Path) -> dict[str, str]:
-    """t2t-exporter's SavedModel (its version directory) and CTranslate2 models (float32,
-    int8) of `trained_dir`, by runtime name."""
+def export(trained_dir: str, work_dir: Path, formats: Sequence[str] = EXPORTS) -> dict[str, str]:
+    """t2t-exporter's exports of `trained_dir` named in `formats` (of EXPORTS): the
+    SavedModel's version directory, the CTranslate2 models' directories, by runtime name."""
     exporter = [*t2t("t2t-exporter"), f"--output_dir={trained_dir}"]
-    saved = run([*exporter, f"--export_dir={work_dir / 'saved_model'}"])
-    dirs = {"saved_model": saved.splitlines()[0]}
-    for quantization in ("float32", "int8"):
-        target = work_dir / f"ctranslate2_{quantization}"
+    dirs = {}
+    for name in formats:
+        target, quantization = work_dir / name.replace(" ", "_"), name.split()[-1]
+        if name == "saved_model":
+            dirs[name] = run([*exporter, f"--export_dir={target}"]).splitlines()[0]
+            continue
         run([*exporter, "--export_format=ctranslate2", f"--quantization={quantization}",
              f"--export_dir={target}"])  # fmt: skip
-        dirs[f"ctranslate2 {quantization}"] = str(target)
+        dirs[name] = str(target)
     return dirs
 
 

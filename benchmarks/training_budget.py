@@ -1,11 +1,8 @@
 """The training benchmarks' budget: --steps, --minutes or --reference_minutes, one of them.
 
---reference_minutes=M (the default, 30) trains for the wall time that does
-the work of M minutes on the reference host (`t2t_keras.benchmark.budget`),
-scaled by this machine's float32 matmul rate as `t2t-benchmark --mode=matmul`
-measures it, so a recipe stated in 30 reference minutes means the same on any
-CPU. --minutes=M is M minutes of this machine; --steps=N is N optimizer
-updates (fairseq's --max-update).
+A reference minute (`t2t_keras.benchmark.budget`) is the wall time here
+that does a minute's work of the reference host, scaled by this machine's
+float32 matmul rate (benchmarks/README.md).
 """
 
 from __future__ import annotations

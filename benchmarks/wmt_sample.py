@@ -1,23 +1,10 @@
 """WMT end to end on the local WMT sample: datagen from each source, then a short training.
 
-    .venv/bin/python benchmarks/wmt_sample.py [--reference_minutes=30] [--rounds=3] [--work_dir=DIR]
+    .venv/bin/python benchmarks/wmt_sample.py --reference_minutes=30 --rounds=3
 
-../shared/data/wmt (the WMT news test sets) is laid out as the local
-plain-text source: newstest2008-2012 train, less 500 held-out newstest2012
-sentences (the test split); newstest2013 is dev. Then:
-
-1. datagen throughput of --problem from each source, the same pairs each
-   time: the plain-text files, a tensorflow-datasets wmt14_translate written
-   from them by a real TFDS builder, and WMT-layout archives made of them
-   (the vocabulary trained once and copied in first; median of --rounds);
-2. --hparams_set trained within the budget (`training_budget.py`; none with
-   --datagen_only) on the local source's data, the last --average
-   checkpoints averaged;
-3. newstest2013 (3,000 sentences) decoded from its raw text by t2t-decoder's
-   code path (beam 4, alpha 0.6), scored in both conventions (sacreBLEU and
-   the paper's tokenized BLEU).
-
-Prints one JSON line, with the budget and the machine.
+Times --problem's datagen from each source (plain text, tensorflow-datasets,
+archives), trains within the budget and scores newstest2013 in both BLEU
+conventions; one JSON line. Figures: docs/benchmarks.md#wmt-end-to-end.
 """
 
 from __future__ import annotations
@@ -53,7 +40,6 @@ SHARED_WMT = Path(__file__).resolve().parents[2] / "shared" / "data" / "wmt"
 HELD_OUT = 500
 
 flags.DEFINE_string("problem", "translate_ende_wmt8k", "The WMT problem generated and trained.")
-flags.DEFINE_bool("datagen_only", False, "Measure datagen; train and decode nothing.")
 define_flags(hparams_set="transformer_small")
 flags.DEFINE_integer("rounds", 3, "datagen runs per source; the median is reported.")
 FLAGS = flags.FLAGS
@@ -137,7 +123,7 @@ def train_and_score(data_dir: str, work_dir: Path, budget: Budget) -> dict:
     output_dir = str(work_dir / f"train_{int(time.time())}")
     summary = train_for_budget(FLAGS.problem, data_dir, output_dir, budget)
     run_dir = os.path.join(output_dir, "averaged") if FLAGS.average > 1 else output_dir
-    _, translator = load_translator(run_dir, FLAGS.decode_hparams)
+    translator = load_translator(run_dir, FLAGS.decode_hparams)
     _, hypotheses, decode_seconds = decode_raw_file(
         translator, str(SHARED_WMT / "newstest2013.en"), str(work_dir / "newstest2013.decodes")
     )
@@ -169,8 +155,7 @@ def main(argv: list[str]) -> None:
     sources = write_sources(work_dir, splits())
     data_dir, rates = datagen_rates(work_dir, sources)
     summary = {"problem": FLAGS.problem, **machine_facts, "datagen": rates}
-    if not FLAGS.datagen_only:
-        summary.update(train_and_score(data_dir, work_dir, budget))
+    summary.update(train_and_score(data_dir, work_dir, budget))
     print(json.dumps(summary))
 
 

@@ -1,16 +1,9 @@
 """Fine-tuning and back-translation on Multi30k, run as the tutorial runs them.
 
-    .venv/bin/python benchmarks/workflows.py [--steps=1200] [--work_dir=DIR] [--only=NAME,...]
+    .venv/bin/python benchmarks/workflows.py --steps=1200 --work_dir=workflows
 
-Runs the commands of docs/fine_tuning_and_back_translation.md, each a t2t-*
-process, in --work_dir (kept: a model trained there is not trained again):
-the plain recipe, the same at twice the steps, news pretraining then
-fine-tuning on Multi30k (`--vocab_from`, `--warm_start_from`), and Multi30k
-with the news German back-translated by a German->English model, by
-sampling and by beam. Each run trains transformer_small_cpu for --steps,
-averages its last 5 checkpoints and decodes Multi30k val and
-test_2016_flickr from the raw text. Prints one JSON line per model (sacreBLEU
-on both, brevity penalty, training wall time) with the machine.
+The commands of docs/fine_tuning_and_back_translation.md, each a t2t-* process, in
+--work_dir (models there are reused); one JSON line per model.
 """
 
 from __future__ import annotations
@@ -22,7 +15,9 @@ from pathlib import Path
 
 import t2t_commands
 from absl import app, flags
-from multi30k import read_lines, score
+from multi30k import score
+
+from t2t_keras.files import read_text_lines
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 NEWS_YEARS = ("2008", "2009", "2010", "2011", "2012")
@@ -30,7 +25,6 @@ MODELS = ("scratch", "scratch_double", "finetuned", "bt_sample", "bt_beam")
 
 flags.DEFINE_integer("steps", 1200, "Training steps of each run (the longer plain run: twice).")
 flags.DEFINE_string("work_dir", "workflows", "Where data, models and outputs are kept.")
-flags.DEFINE_list("only", list(MODELS), f"The models to report, of {', '.join(MODELS)}.")
 flags.DEFINE_string("sampling", "sampling=true,seed=1", "Back-translation's sampling settings.")
 FLAGS = flags.FLAGS
 
@@ -77,8 +71,8 @@ def evaluate(work: Path, name: str, seconds: float) -> dict:
                 f"--decode_from_file={source}", f"--decode_to_file={output}",
                 log=work / f"{name}.decode.log",
             )  # fmt: skip
-        references = read_lines(str(SHARED / "multi30k" / f"{split}.de"))
-        found = score(read_lines(str(source)), read_lines(str(output)), references)
+        references = read_text_lines(str(SHARED / "multi30k" / f"{split}.de"))
+        found = score(read_text_lines(str(source)), read_text_lines(str(output)), references)
         result[split] = {key: found[key] for key in ("bleu", "bp")}
     return result
 
@@ -96,6 +90,13 @@ def back_translate(work: Path, how: str) -> Path:
     return output
 
 
+def datagen(work: Path, raw: str, data: str, *args: str) -> str:
+    """t2t-datagen of work/raw into work/data; the trainer's flag for that data."""
+    t2t("t2t-datagen", "--problem=text2text_tmpdir", f"--tmp_dir={work / raw}",
+        f"--data_dir={work / data}", *args, log=work / "datagen.log")  # fmt: skip
+    return f"--data_dir={work / data}"
+
+
 def run_all(work: Path, steps: int) -> dict[str, float]:
     """Every run of the tutorial, in its order; the seconds each training took."""
     multi30k, wmt = SHARED / "multi30k", SHARED / "wmt"
@@ -107,25 +108,16 @@ def run_all(work: Path, steps: int) -> dict[str, float]:
     write_raw(
         work / "news_raw", news, {"src": wmt / "newstest2013.en", "tgt": wmt / "newstest2013.de"}
     )
-    datagen = work / "datagen.log"
-    for raw, data in (("m30k_raw", "m30k_data"), ("news_raw", "news_data")):
-        t2t("t2t-datagen", "--problem=text2text_tmpdir", f"--tmp_dir={work / raw}",
-            f"--data_dir={work / data}", log=datagen)  # fmt: skip
-    seconds = {"scratch": train(work, "scratch", f"--data_dir={work / 'm30k_data'}", steps=steps)}
-    seconds["scratch_double"] = train(
-        work, "scratch_double", f"--data_dir={work / 'm30k_data'}", steps=2 * steps
-    )
-    seconds["news"] = train(work, "news", f"--data_dir={work / 'news_data'}", steps=steps)
-    t2t("t2t-datagen", "--problem=text2text_tmpdir", f"--tmp_dir={work / 'm30k_raw'}",
-        f"--data_dir={work / 'm30k_news_vocab'}", f"--vocab_from={work / 'news'}", log=datagen)  # fmt: skip
-    seconds["finetuned"] = train(
-        work, "finetuned", f"--data_dir={work / 'm30k_news_vocab'}",
-        f"--warm_start_from={work / 'news'}", steps=steps,
-    )  # fmt: skip
-    seconds["de_en"] = train(
-        work, "de_en", "--problem=text2text_tmpdir_rev", f"--data_dir={work / 'm30k_data'}",
-        steps=steps,
-    )  # fmt: skip
+    m30k_data = datagen(work, "m30k_raw", "m30k_data")
+    news_data = datagen(work, "news_raw", "news_data")
+    seconds = {"scratch": train(work, "scratch", m30k_data, steps=steps)}
+    seconds["scratch_double"] = train(work, "scratch_double", m30k_data, steps=2 * steps)
+    seconds["news"] = train(work, "news", news_data, steps=steps)
+    vocab = datagen(work, "m30k_raw", "m30k_news_vocab", f"--vocab_from={work / 'news'}")
+    warm_start = f"--warm_start_from={work / 'news'}"
+    seconds["finetuned"] = train(work, "finetuned", vocab, warm_start, steps=steps)
+    reverse = "--problem=text2text_tmpdir_rev"
+    seconds["de_en"] = train(work, "de_en", reverse, m30k_data, steps=steps)
     (work / "news.de").write_text("".join(p.read_text(encoding="utf-8") for p in news["tgt"]))
     for how in ("sample", "beam"):
         english = back_translate(work, how)
@@ -134,12 +126,9 @@ def run_all(work: Path, steps: int) -> dict[str, float]:
             "tgt": [multi30k / "train.de", work / "news.de"],
         }
         write_raw(work / f"bt_{how}_raw", raw, m30k_dev)
-        t2t("t2t-datagen", "--problem=text2text_tmpdir", f"--tmp_dir={work / f'bt_{how}_raw'}",
-            f"--data_dir={work / f'bt_{how}_data'}", f"--vocab_from={work / 'scratch'}",
-            log=datagen)  # fmt: skip
-        seconds[f"bt_{how}"] = train(
-            work, f"bt_{how}", f"--data_dir={work / f'bt_{how}_data'}", steps=steps
-        )
+        scratch_vocab = f"--vocab_from={work / 'scratch'}"
+        data = datagen(work, f"bt_{how}_raw", f"bt_{how}_data", scratch_vocab)
+        seconds[f"bt_{how}"] = train(work, f"bt_{how}", data, steps=steps)
     return seconds
 
 
@@ -149,7 +138,7 @@ def main(argv: list[str]) -> None:
     work.mkdir(parents=True, exist_ok=True)
     seconds = run_all(work, FLAGS.steps)
     facts = t2t_commands.machine_facts()
-    for name in FLAGS.only:
+    for name in MODELS:
         line = {**evaluate(work, name, seconds.get(name, 0.0)), "steps": FLAGS.steps}
         t2t_commands.emit(line, facts)
 
