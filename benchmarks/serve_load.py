@@ -36,6 +36,8 @@ from rounds import markdown_table
 from t2t_commands import decoding_run, describe, emit, machine_facts, t2t
 from trained_model import TEST_SOURCE, export, source_lines, xla_cache_environment
 
+from t2t_keras.modes import RUNTIMES
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from server_process import Server  # t2t-server on loopback, as the tests start it.
 
@@ -58,7 +60,7 @@ COLUMNS = {
 flags.DEFINE_string("trained_dir", None, "The training directory (or averaged/) to serve.")
 flags.DEFINE_string("source", TEST_SOURCE, "Raw source, one sentence a line.")
 flags.DEFINE_list("clients", ["1", "4", "16", "64", "128"], "Concurrent one-line clients.")
-flags.DEFINE_list("runtimes", ["tensorflow", "ctranslate2"], "The runtimes served, in turn.")
+flags.DEFINE_list("runtimes", list(RUNTIMES), "The runtimes served, in turn.")
 flags.DEFINE_integer("soak_requests", 0, "Requests of the TensorFlow server's soak; 0: none.")
 flags.DEFINE_string("decode_hparams", "", "The server's and t2t-decoder's decoding settings.")
 flags.DEFINE_integer("max_lines", 0, "Send only the file's first N lines; 0: all.")
@@ -252,7 +254,7 @@ def serve(runtime: str, model: list[str], lines: list[str], work: Path, machine:
 
 def main(argv: list[str]) -> None:
     del argv
-    if not FLAGS.trained_dir or set(FLAGS.runtimes) - {"tensorflow", "ctranslate2"}:
+    if not FLAGS.trained_dir or set(FLAGS.runtimes) - set(RUNTIMES):
         raise app.UsageError("Give --trained_dir, and --runtimes of tensorflow, ctranslate2.")
     work = Path(FLAGS.work_dir or tempfile.mkdtemp(prefix="serve_load_"))
     work.mkdir(parents=True, exist_ok=True)

@@ -14,6 +14,7 @@ from absl import flags, logging
 
 from t2t_keras.bin import flag_groups, trained_model
 from t2t_keras.errors import UserError
+from t2t_keras.modes import RUNTIMES
 
 if TYPE_CHECKING:
     from t2t_keras.run.loading import TrainedModel
@@ -29,7 +30,7 @@ def define_flags() -> None:
     flags.DEFINE_enum(
         "runtime",
         "tensorflow",
-        ["tensorflow", "ctranslate2"],
+        list(RUNTIMES),
         "tensorflow: our XLA-compiled search on the checkpoint; ctranslate2: a CTranslate2 "
         "export (t2t-exporter --export_format=ctranslate2), pip install 't2t_keras[ctranslate2]'.",
     )

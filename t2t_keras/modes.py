@@ -34,6 +34,8 @@ PRECISION_HELP = (
 STRATEGIES = ("one_device", "mirrored", "multi_worker_mirrored", "tpu")
 # Where a translation problem with several sources reads its corpus (--data_source):
 # "auto" chooses among the others (`TranslateProblem.sources`).
+# --runtime of the commands that decode: our search on a checkpoint, or a CTranslate2 export.
+RUNTIMES = ("tensorflow", "ctranslate2")
 DATA_SOURCE_AUTO = "auto"
 DATA_SOURCES = ("local", "tfds", "archives")
 
