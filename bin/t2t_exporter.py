@@ -14,6 +14,11 @@ an existing version is never replaced. Its serving_default signature takes
 TensorFlow and tensorflow_text only. A parser's outputs are the PTB trees
 t2t-decoder writes (its search constrained to trees, the trees built in the
 graph); a parser with --decode_hparams=tree_constraint=false is refused.
+A request is searched at a few shapes, each compiled once by XLA; the
+version's assets.extra/tf_serving_warmup_requests holds a request for each,
+which TF Serving replays when it loads the version, so that the first
+requests are served at full speed (a client loading the SavedModel itself:
+t2t_keras.export.warmup.replay_warmup).
 
 CTranslate2: the model directory `ctranslate2.Translator` loads, with the
 SentencePiece model(s) and t2t_keras.json (problem, hparams, the search
@@ -107,6 +112,11 @@ def main() -> int:
         "Load it with (tensorflow_text registers the tokenizer ops): import tensorflow as tf, "
         f'tensorflow_text; tf.saved_model.load("{version_dir}").signatures["serving_default"]'
         '(inputs=tf.constant(["a sentence"]))["outputs"]'
+    )
+    print(
+        "TF Serving compiles its searches when it loads it (the warmup requests of "
+        "assets.extra); a client of its own: t2t_keras.export.warmup.replay_warmup"
+        f'("{version_dir}", signature)'
     )
     return 0
 

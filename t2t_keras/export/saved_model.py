@@ -23,6 +23,12 @@ return_beams that found no hypothesis (score -inf) is "", as t2t-decoder's
 empty column. Unconstrained outputs need the Python repair rules of
 `t2t_keras.data.tree_repair`, so tree_constraint=false is refused for a parser.
 
+A request is searched at a few shapes, all known at export (`RequestBuckets`):
+its rows in calls of a few row counts (padded with empty inputs, whose
+results are dropped), each call's width padded to a few widths, so that XLA
+compiles a few searches, which TF Serving compiles at load by replaying the
+requests of `assets.extra/tf_serving_warmup_requests` (`warmup`), one a shape.
+
 Versions follow TF Serving's layout: `export_dir/<version>`, an integer that
 grows with every export (the Unix time in seconds, as tf.estimator's
 exporters wrote). A version is written under a hidden temporary name and
@@ -42,6 +48,8 @@ from t2t_keras.data.ids import PAD_ID
 from t2t_keras.data.tree_tokens import TreeTokens
 from t2t_keras.data.vocab import Vocabulary
 from t2t_keras.errors import UserError
+from t2t_keras.export import warmup
+from t2t_keras.export.warmup import RequestBuckets
 from t2t_keras.files import remove_abandoned, temporary_path_for
 from t2t_keras.run.loading import TrainedModel
 from t2t_keras.search.settings import SearchSettings
@@ -49,7 +57,7 @@ from t2t_keras.search.slots import SlotSearch
 from t2t_keras.serving.translator import encode_texts
 from t2t_keras.serving.tree_strings import model_inputs, output_trees
 
-SIGNATURE = "serving_default"
+SIGNATURE = warmup.SIGNATURE
 # The hidden name a version has while it is written (files.temporary_path_for).
 _WRITING = "export"
 # Scores at or below this are the search's -inf: hypotheses that never ended
@@ -79,7 +87,8 @@ def export_translator(
         returns PTB trees. None: no constraint, outputs as decoded.
 
     Returns:
-      The version directory written, export_dir/<version>.
+      The version directory written, export_dir/<version>, with TF Serving's
+      warmup requests (`warmup`), one for each shape the search compiles.
 
     Raises:
       UserError: a parser without the tree constraint, or an export_dir that cannot be created or written.
@@ -89,8 +98,11 @@ def export_translator(
     temporary_dir = _make_temporary_dir(export_dir)
     try:
         search = SlotSearch(trained.model, settings, tree_tokens, jit_compile)
-        translator = ServingModule(search, trained.vocabs["inputs"], trained.vocabs["targets"])
+        buckets = RequestBuckets.of(search)
+        inputs_vocab = trained.vocabs["inputs"]
+        translator = ServingModule(search, buckets, inputs_vocab, trained.vocabs["targets"])
         tf.saved_model.save(translator, temporary_dir, signatures={SIGNATURE: translator.translate})
+        warmup.write_requests(temporary_dir, warmup.requests(buckets, inputs_vocab))
         return _move_into_place(temporary_dir, export_dir)
     finally:
         if tf.io.gfile.exists(temporary_dir):
@@ -120,32 +132,40 @@ class ServingModule(tf.Module):
     Args:
       search: the search, over a model with trained weights; under the tree
         constraint (its tree_tokens set) outputs are PTB trees.
+      buckets: the shapes a request is searched at (`RequestBuckets.of(search)`).
       inputs_vocab: encodes the inputs.
       targets_vocab: decodes the outputs.
     """
 
     def __init__(
-        self, search: SlotSearch, inputs_vocab: Vocabulary, targets_vocab: Vocabulary
+        self,
+        search: SlotSearch,
+        buckets: RequestBuckets,
+        inputs_vocab: Vocabulary,
+        targets_vocab: Vocabulary,
     ) -> None:
         super().__init__(name="translator")
         self.inputs_vocab = inputs_vocab
         self.targets_vocab = targets_vocab
         self.model_variables = [variable.value for variable in search.model.variables]
         self.translate = tf.function(
-            _translate_function(search, inputs_vocab, targets_vocab),
+            _translate_function(search, buckets, inputs_vocab, targets_vocab),
             input_signature=[tf.TensorSpec([None], tf.string, name="inputs")],
         )
 
 
 def _translate_function(
-    search: SlotSearch, inputs_vocab: Vocabulary, targets_vocab: Vocabulary
+    search: SlotSearch,
+    buckets: RequestBuckets,
+    inputs_vocab: Vocabulary,
+    targets_vocab: Vocabulary,
 ) -> Callable[[tf.Tensor], dict[str, tf.Tensor]]:
     """The serving computation: strings in, strings (or a parser's trees) and scores out."""
     parses = search.tree_tokens is not None
 
     def searched(inputs: tf.Tensor, ids: tf.Tensor) -> dict[str, tf.Tensor]:
-        # Longest first through the slots; encode_texts has cut the rows to max_length.
-        output_ids, scores = search.search_tensor(ids)  # [B, N, L], [B, N]
+        # encode_texts has cut the rows to max_length.
+        output_ids, scores = bucketed_search(search, buckets, ids)  # [B, N, L], [B, N]
         if search.settings.num_returned == 1:
             outputs, scores = targets_vocab.tf_decode(output_ids[:, 0]), scores[:, 0]
         else:
@@ -189,6 +209,49 @@ def _trees(inputs: tf.Tensor, outputs: tf.Tensor, scores: tf.Tensor) -> tf.Tenso
         best = tf.range(tf.shape(trees)[1]) == 0  # [K]
         trees = tf.where(ended | best, trees, "")
     return trees
+
+
+def bucketed_search(
+    search: SlotSearch, buckets: RequestBuckets, ids: tf.Tensor
+) -> tuple[tf.Tensor, tf.Tensor]:
+    """`search.search_tensor` of a request's rows in calls of `buckets`' shapes: the
+    same hypotheses, as a row's search reads only its own rows.
+
+    Args:
+      search: the search.
+      buckets: `RequestBuckets.of(search)`.
+      ids: [B, S] int32, B > 0, each row ending with EOS then PAD, S <= max_length.
+
+    Returns:
+      (ids [B, R, max_length] int32, PAD after each hypothesis's EOS; scores
+      [B, R] float32), in the rows' order.
+    """
+    rows = tf.shape(ids)[0]
+    lengths = tf.reduce_sum(tf.cast(ids != PAD_ID, tf.int32), axis=1)
+    size = buckets.call_rows(rows)
+    if buckets.splits:  # Longest first: a call's rows alike in length (its width, its steps).
+        order = tf.argsort(lengths, direction="DESCENDING", stable=True)
+    else:  # Sampling: a row's number in its one call is its stream's.
+        order = tf.range(rows)
+    returned = search.settings.num_returned
+    found = tf.zeros([rows, returned, buckets.max_length], tf.int32), tf.zeros([rows, returned])
+
+    def call(first: tf.Tensor, found: tuple[tf.Tensor, tf.Tensor]) -> tuple:
+        chosen = order[first : tf.minimum(first + size, rows)]
+        output_ids, scores = search.search_tensor(
+            buckets.pad(tf.gather(ids, chosen), tf.gather(lengths, chosen))
+        )  # [B', R, L], [B', R]: the padding rows' last.
+        output_ids = output_ids[: tf.size(chosen)]
+        positions = buckets.max_length - tf.shape(output_ids)[2]
+        output_ids = tf.pad(output_ids, [[0, 0], [0, 0], [0, positions]], constant_values=PAD_ID)
+        at = chosen[:, tf.newaxis]
+        return first + size, (
+            tf.tensor_scatter_nd_update(found[0], at, output_ids),
+            tf.tensor_scatter_nd_update(found[1], at, scores[: tf.size(chosen)]),
+        )
+
+    _, found = tf.while_loop(lambda first, _: first < rows, call, (tf.constant(0), found))
+    return found
 
 
 def _make_temporary_dir(export_dir: str) -> str:

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
+import random
 import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pytest
@@ -15,12 +18,17 @@ import tensorflow as tf
 from binaries import assert_user_error, run, run_in_process
 from decoders import make_decoder
 from eos_first import make_eos_first
+from tensorflow_serving.apis.predict_pb2 import PredictRequest
+from tensorflow_serving.apis.prediction_log_pb2 import PredictionLog
 
 from t2t_keras.data.ids import EOS_ID, PAD_ID
 from t2t_keras.errors import UserError
-from t2t_keras.export.saved_model import SIGNATURE, export_translator
+from t2t_keras.export.saved_model import SIGNATURE, bucketed_search, export_translator
+from t2t_keras.export.warmup import WARMUP_FILE, RequestBuckets, replay_warmup
+from t2t_keras.problems.number_words import english
 from t2t_keras.run.loading import TrainedModel, load_trained
 from t2t_keras.search.settings import DecodeHParams, SearchSettings
+from t2t_keras.search.slots import SlotSearch
 
 LOADER = Path(__file__).with_name("load_exported.py")
 LONG_LINE = "seven " * 300
@@ -32,19 +40,122 @@ INPUTS = [
     "nineteen",
     "one thousand two hundred",
 ]
+# Requests of these many rows follow INPUTS: of each row class, at its ends, and two calls.
+REQUEST_SIZES = (1, 2, 3, 7, 16, 31, 32, 33, 300)
 
 
-def translate_in_subprocess(saved_model: Path, inputs: list[str]) -> dict:
-    """The SavedModel's outputs, from a Python that refuses to import t2t_keras."""
+def serve_in_subprocess(
+    saved_model: Path, requests: list[list[str]], xla_cache: Path, warmup: list[int] | None
+) -> dict:
+    """The SavedModel's results, from a Python that refuses to import t2t_keras, that
+    first replays the warmup records at positions `warmup` (None: all) and counts
+    XLA's compilations (load_exported.py)."""
+    chosen = "" if warmup is None else "=" + ",".join(map(str, warmup))
+    env = {**os.environ, "TF_XLA_FLAGS": f"--tf_xla_persistent_cache_directory={xla_cache}"}
     result = subprocess.run(
-        [sys.executable, str(LOADER), str(saved_model)],
-        input=json.dumps(inputs),
+        [sys.executable, str(LOADER), str(saved_model), f"--warmup{chosen}"],
+        input=json.dumps(requests),
         capture_output=True,
         text=True,
-        timeout=180,
+        timeout=600,
+        env=env,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def sized_requests(long_rows: bool) -> list[list[str]]:
+    """Requests of REQUEST_SIZES rows: the first rows of one list of number words
+    (up to 12 ids), so that a padded request's rows are also an unpadded one's;
+    with long_rows, a request's last row starts with up to 300 words more."""
+    numbers = random.Random(0)
+    rows = [english(numbers.randrange(10 ** numbers.randint(1, 6))) for _ in range(300)]
+    requests = [rows[:size] for size in REQUEST_SIZES]
+    if long_rows:
+        for request in requests:
+            request[-1] = "seven " * numbers.choice([0, 20, 50, 100, 300]) + request[-1]
+    return requests
+
+
+def warmup_requests(version_dir: Path) -> list[PredictRequest]:
+    """The requests of the warmup file, read as TF Serving reads them."""
+    records = tf.data.TFRecordDataset(str(version_dir / WARMUP_FILE)).as_numpy_iterator()
+    return [PredictionLog.FromString(record).predict_log.request for record in records]
+
+
+def texts_of(request: PredictRequest) -> list[str]:
+    return [text.decode() for text in tf.make_ndarray(request.inputs["inputs"])]
+
+
+def request_shapes(trained: TrainedModel, buckets: RequestBuckets, texts: list[str]) -> set:
+    """The (slots, width) the search of a request of `texts` runs at."""
+    vocab, max_length = trained.vocabs["inputs"], trained.hparams.max_length
+    lengths = [min(len(vocab.encode(text)) + 1, max_length) for text in texts]
+    return set(buckets.request_shapes(lengths))
+
+
+class Exported(NamedTuple):
+    """A SavedModel export_translator wrote beside a newer version, then moved away
+    and served once its training directory was gone (`serve_in_subprocess`), after
+    the warmup requests of the shapes its requests need."""
+
+    trained: TrainedModel
+    newest: int  # The version that was there before.
+    version_dir: Path  # Where it was written (gone: the training directory is).
+    versions: list[str]  # What export_dir held then.
+    kept: str  # The earlier version's file, then.
+    served: Path
+    buckets: RequestBuckets
+    requests: list[list[str]]  # INPUTS, then sized_requests(long_rows=False).
+    warmup: list[PredictRequest]  # Of the warmup file.
+    replayed: list[int]  # The positions in it replayed.
+    results: dict
+
+
+@pytest.fixture(scope="module")
+def exported(trained_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Exported:
+    tmp_path = tmp_path_factory.mktemp("exported")
+    training_copy = tmp_path / "train"
+    shutil.copytree(trained_dir, training_copy)
+    trained = load_trained(str(training_copy))
+    export_dir = training_copy / "export"
+    newest = int(time.time()) + 1000
+    (export_dir / str(newest)).mkdir(parents=True)
+    (export_dir / str(newest) / "kept").write_text("an existing version")
+
+    settings = search_settings(trained)
+    version_dir = Path(export_translator(trained, str(export_dir), settings))
+    versions = sorted(path.name for path in export_dir.iterdir())
+    kept = (export_dir / str(newest) / "kept").read_text()
+    # Self-contained: it serves from elsewhere once the training directory is gone.
+    served = tmp_path / "served" / "1"
+    served.parent.mkdir()
+    shutil.move(version_dir, served)
+    shutil.rmtree(training_copy)
+    # Each compilation costs seconds: the warmup requests of the shapes needed replayed.
+    buckets = RequestBuckets.of(SlotSearch(trained.model, settings))
+    requests = [INPUTS, *sized_requests(long_rows=False)]
+    needed = set.union(*(request_shapes(trained, buckets, texts) for texts in requests))
+    warmup = warmup_requests(served)
+    replayed = [
+        position
+        for position, request in enumerate(warmup)
+        if request_shapes(trained, buckets, texts_of(request)) <= needed
+    ]
+    results = serve_in_subprocess(served, requests, tmp_path / "xla_cache", replayed)
+    return Exported(
+        trained,
+        newest,
+        version_dir,
+        versions,
+        kept,
+        served,
+        buckets,
+        requests,
+        warmup,
+        replayed,
+        results,
+    )
 
 
 def decode_in_process(
@@ -59,34 +170,103 @@ def decode_in_process(
     return outputs, scores.numpy()[:, 0]
 
 
-def test_saved_model_translates_like_decoder_without_the_project(
-    trained_dir: Path, tmp_path: Path
-) -> None:
-    training_copy = tmp_path / "train"
-    shutil.copytree(trained_dir, training_copy)
-    trained = load_trained(str(training_copy))
+def test_saved_model_translates_like_decoder_without_the_project(exported: Exported) -> None:
+    trained = exported.trained
     assert len(trained.vocabs["inputs"].encode(LONG_LINE)) > trained.hparams.max_length
-    export_dir = training_copy / "export"
-    newest = int(time.time()) + 1000
-    (export_dir / str(newest)).mkdir(parents=True)
-    (export_dir / str(newest) / "kept").write_text("an existing version")
-
-    version_dir = Path(export_translator(trained, str(export_dir), search_settings(trained)))
-
     # A new version past the newest; nothing else left behind, nothing replaced.
-    assert version_dir == export_dir / str(newest + 1)
-    assert sorted(path.name for path in export_dir.iterdir()) == [str(newest), str(newest + 1)]
-    assert (export_dir / str(newest) / "kept").read_text() == "an existing version"
-    # Self-contained: it serves from elsewhere once the training directory is gone.
-    served = tmp_path / "served" / "1"
-    served.parent.mkdir()
-    shutil.move(version_dir, served)
-    shutil.rmtree(training_copy)
-    exported = translate_in_subprocess(served, INPUTS)
+    newest = exported.newest
+    assert exported.version_dir.name == str(newest + 1)
+    assert exported.versions == [str(newest), str(newest + 1)]
+    assert exported.kept == "an existing version"
+    served = exported.results["results"][0]
 
     expected_outputs, expected_scores = decode_in_process(trained, INPUTS)
-    assert exported["outputs"] == expected_outputs
-    np.testing.assert_allclose(exported["scores"], expected_scores, atol=1e-4)
+    assert served["outputs"] == expected_outputs
+    np.testing.assert_allclose(served["scores"], expected_scores, atol=1e-4)
+
+
+def test_warmup_compiles_the_shapes_every_request_is_searched_at(exported: Exported) -> None:
+    trained, buckets = exported.trained, exported.buckets
+    # TF Serving's PredictionLog records, of real text, one a shape the search runs at.
+    shapes = []
+    for request in exported.warmup:
+        assert request.model_spec.signature_name == SIGNATURE and list(request.inputs) == ["inputs"]
+        texts = texts_of(request)
+        assert all(texts)
+        (shape,) = request_shapes(trained, buckets, texts)
+        shapes.append(shape)
+    assert sorted(shapes) == buckets.compiled_shapes()
+    assert len(shapes) == 40  # 5 of one slot (32 to 256 wide), 7 of 4, 8, 16, 32, 64 slots.
+    # A client replaying them itself sends the same requests.
+    sent: list[list[bytes]] = []
+    replayed = replay_warmup(str(exported.served), lambda inputs: sent.append(list(inputs.numpy())))
+    assert replayed == len(sent) == len(exported.warmup)
+    assert sent == [list(tf.make_ndarray(request.inputs["inputs"])) for request in exported.warmup]
+
+    # Replayed when loaded (in a fresh process), the warmup requests of the shapes
+    # needed had XLA compile each once; then requests of every size, padded or
+    # not, one of them searched in two calls, compiled nothing more.
+    loaded, warm, served = exported.results["compilations"]
+    assert exported.results["warmup_requests"] == len(exported.replayed) == 7
+    assert (warm - loaded, served) == (7, warm)
+    # A request's outputs are those of its rows in the longer requests: padded with
+    # rows (3) or not (the others), one slot 32 wide or more slots 16 wide. (Against
+    # the Decoder, which searches rows as they are: INPUTS above, all in the slow test.)
+    results = exported.results["results"][1:]
+    longest = results[-1]
+    for result in results:
+        assert result["outputs"] == longest["outputs"][: len(result["outputs"])]
+        scores = longest["scores"][: len(result["scores"])]
+        np.testing.assert_allclose(result["scores"], scores, atol=1e-5)
+
+
+@pytest.mark.slow
+def test_every_warmup_request_replayed_compiles_every_shape(
+    exported: Exported, tmp_path: Path
+) -> None:
+    """All of the warmup replayed, as TF Serving does; then requests of rows of
+    every width: nothing more compiled (4 minutes more on 2 busy cores of a Zen 5 EPYC)."""
+    requests = sized_requests(long_rows=True)
+    results = serve_in_subprocess(exported.served, requests, tmp_path / "xla_cache", None)
+    loaded, warm, served = results["compilations"]
+    assert results["warmup_requests"] == len(exported.warmup)
+    assert (warm - loaded, served) == (len(exported.buckets.compiled_shapes()), warm)
+    texts = [text for request in requests for text in request]
+    outputs, scores = decode_apart(exported.trained, texts)
+    assert [output for result in results["results"] for output in result["outputs"]] == outputs
+    served_scores = [score for result in results["results"] for score in result["scores"]]
+    np.testing.assert_allclose(served_scores, scores, atol=1e-4)
+
+
+def test_a_padded_sampling_request_draws_the_samples_of_its_rows_alone(
+    trained_dir: Path,
+) -> None:
+    trained = load_trained(str(trained_dir))
+    hparams = DecodeHParams(sampling=True, samples_per_input=2, seed=3, temperature=2.0)
+    search = SlotSearch(trained.model, hparams.resolve(trained.hparams).search, jit_compile=False)
+    buckets = RequestBuckets.of(search)
+    texts = ["three hundred forty two", "nineteen"]
+    rows = [[*trained.vocabs["inputs"].encode(text), EOS_ID] for text in texts]
+    ids = tf.ragged.constant(rows, tf.int32).to_tensor(PAD_ID)
+    assert int(buckets.padded_rows(tf.constant(2))) == 3  # 4 slots, not 2, for 2 rows x 2.
+
+    padded_ids, padded_scores = bucketed_search(search, buckets, ids)
+    alone_ids, alone_scores = search.search_tensor(ids)
+    positions = alone_ids.shape[2]
+    np.testing.assert_array_equal(padded_ids[:, :, :positions], alone_ids)
+    assert not np.any(padded_ids[:, :, positions:])
+    np.testing.assert_array_equal(padded_scores, alone_scores)
+
+
+def decode_apart(trained: TrainedModel, texts: list[str]) -> tuple[list[str], np.ndarray]:
+    """decode_in_process of texts, those longer than 80 characters in a batch of their own."""
+    outputs, scores = [""] * len(texts), np.zeros(len(texts))
+    for long in (False, True):
+        group = [index for index, text in enumerate(texts) if (len(text) > 80) == long]
+        found, found_scores = decode_in_process(trained, [texts[index] for index in group])
+        for index, output, score in zip(group, found, found_scores, strict=True):
+            outputs[index], scores[index] = output, score
+    return outputs, scores
 
 
 def test_exporter_writes_a_new_version(
