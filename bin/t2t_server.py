@@ -57,7 +57,7 @@ flags.DEFINE_string(
 )
 flags.DEFINE_list(
     "slot_widths",
-    ["16", "32", "64"],
+    ["64"],
     "Source widths of the pools of slots, each sentence searched in the narrowest that "
     "holds it; a pool of the model's max_length is always added.",
 )

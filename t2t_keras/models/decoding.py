@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import tensorflow as tf
 
-from t2t_keras.layers.masks import beam_step_bias
+from t2t_keras.layers.masks import MASKED, beam_step_bias
 from t2t_keras.layers.shape_list import shape_list
 
 # {"layer_i": the self-attention cache of decoder layer i, "ancestors": [B, K, L]
@@ -103,6 +103,25 @@ class IncrementalDecoding:
         if self.leaf_word_projection is not None:
             decoding["words"] = tf.repeat(memory, beam_size, axis=0)
         return decoding
+
+    def widened_decoding_memory(self, memory: DecodingMemory, width: int) -> DecodingMemory:
+        """`memory` of inputs [B, S] as that of the same inputs padded to `width` >= S:
+        the padding's keys, values and words zero, masked by the bias, so that
+        encoding a block at its own width serves slots of a wider one."""
+        extra = width - shape_list(memory["bias"])[-1]
+
+        def padded(tensor: tf.Tensor, axis: int, value: float = 0.0) -> tf.Tensor:
+            paddings = [[0, 0]] * len(tensor.shape)
+            paddings[axis] = [0, extra]
+            return tf.pad(tensor, paddings, constant_values=value)
+
+        widened: DecodingMemory = {
+            "layers": [{k: padded(v, 2) for k, v in layer.items()} for layer in memory["layers"]],
+            "bias": padded(memory["bias"], 3, MASKED),
+        }
+        if "words" in memory:
+            widened["words"] = padded(memory["words"], 1)
+        return widened
 
     def decoding_step(
         self, memory: DecodingMemory, cache_length: int | tf.Tensor, beam_size: int = 1

@@ -57,6 +57,14 @@ class Ensemble(tf.Module):
     ) -> DecodingMemory:
         return {"members": [m.empty_decoding_memory(batch, width, beam_size) for m in self.members]}
 
+    def widened_decoding_memory(self, memory: DecodingMemory, width: int) -> DecodingMemory:
+        return {
+            "members": [
+                member.widened_decoding_memory(own, width)
+                for member, own in zip(self.members, memory["members"], strict=True)
+            ]
+        }
+
     def empty_decoding_state(
         self, batch: tf.Tensor | int, cache_length: int | tf.Tensor, beam_size: int
     ) -> DecodingState:

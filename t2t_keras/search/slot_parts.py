@@ -11,9 +11,10 @@ encoder-decoder search):
   block, held on the device.
 - `generate(slots, pending, placed, count)`: up to `steps` steps of all N
   slots; before each, every empty slot takes the next pending sentence. It
-  returns early once the block is all placed and a sentence has finished,
-  so that the host answers it and prefills the next block without waiting
-  out the steps.
+  returns early once the block is all placed and a sentence has finished
+  (so that the host answers it without waiting out the steps), or, while
+  more sentences wait, once a slot is free (so that the host prefills the
+  next block): under load, the steps go to the slots, not the host.
 
 The host loop reads top to bottom: collect what finished, prefill from the
 queue, generate. A sentence's search reads only its own rows, so its result
@@ -31,6 +32,7 @@ import numpy as np
 import tensorflow as tf
 
 from t2t_keras.data.ids import PAD_ID
+from t2t_keras.layers.shape_list import shape_list
 from t2t_keras.models.transformer import Transformer
 from t2t_keras.search.settings import SearchSettings
 from t2t_keras.search.slot_loop import Finished, SlotLoop, Slots, _rows, _without_spare_row
@@ -68,6 +70,8 @@ class SlotParts(SlotLoop):
         super().__init__(model, settings, tree_tokens, jit_compile, slots)
         self.block, self.width, self.steps = block, width, steps
         self.length = length
+        # A block is encoded at the narrowest of these that holds its longest row.
+        self.prefill_widths = sorted({min(width, max(16, width // d)) for d in (4, 2, 1)})
         self._prefill = tf.function(self.prefill, jit_compile=jit_compile, autograph=False)
         self._generate = tf.function(self.generate, jit_compile=jit_compile, autograph=False)
 
@@ -78,7 +82,8 @@ class SlotParts(SlotLoop):
         unset = tf.zeros([self.slots], tf.int32)
         slots = slots._replace(streams=unset, seeds=unset)
         self.length = self._length(slots)
-        pending = self.prefill_rows([], [])
+        for width in self.prefill_widths:
+            pending = self.prefill_rows([], [], width=width)
         slots, _, _ = self.generate_steps(slots, pending, 0, 0)
         return slots, pending
 
@@ -88,13 +93,17 @@ class SlotParts(SlotLoop):
         numbers: list[int],
         streams: list[int] | None = None,
         seeds: list[int] | None = None,
+        width: int | None = None,
     ) -> Slots:
         """The pending block of up to M rows (ids ending with EOS, at most S each), each
         with its number, and for sampling its stream and seed (default: its number
-        and the settings' seed)."""
+        and the settings' seed), encoded at `width` (default: the narrowest of
+        `prefill_widths` that holds the longest row)."""
         if len(rows) > self.block:
             raise ValueError(f"a block holds {self.block} sentences, not {len(rows)}")
-        ids = np.full([self.block, self.width], PAD_ID, np.int32)
+        longest = max(map(len, rows), default=0)
+        width = width or next(w for w in self.prefill_widths if w >= longest)
+        ids = np.full([self.block, width], PAD_ID, np.int32)
         for position, row in enumerate(rows):
             ids[position, : len(row)] = row
         columns = []
@@ -107,11 +116,11 @@ class SlotParts(SlotLoop):
         return self._prefill(tf.constant(ids), *columns)
 
     def generate_steps(
-        self, slots: Slots, pending: Slots, placed: int, count: int
+        self, slots: Slots, pending: Slots, placed: int, count: int, more: bool = False
     ) -> tuple[Slots, int, Finished]:
         """`generate` compiled, with the host's counts: (slots, placed, finished)."""
         slots, placed_now, finished = self._generate(
-            slots, pending, tf.constant(placed), tf.constant(count)
+            slots, pending, tf.constant(placed), tf.constant(count), tf.constant(more)
         )
         return slots, int(placed_now), finished
 
@@ -128,7 +137,8 @@ class SlotParts(SlotLoop):
         """The block's sentences encoded, ready to take slots.
 
         Args:
-          block: [M, S] int32 ids, each row ending with EOS then PAD (all PAD: none).
+          block: [M, W] int32 ids, W one of `prefill_widths`, each row ending with EOS
+            then PAD (all PAD: none).
           numbers: [M] int32 the caller's number of each, -1 for none.
           streams: [M] int32 each one's sampling stream.
           seeds: [M] int32 each one's sampling seed.
@@ -138,10 +148,12 @@ class SlotParts(SlotLoop):
         """
         assert self.length is not None, "start() first"
         pending = self._pending(block, numbers, self.length)
-        return pending._replace(streams=streams, seeds=seeds)
+        memory = self.model.widened_decoding_memory(pending.memory, self.width)
+        inputs = tf.pad(block, [[0, 0], [0, self.width - shape_list(block)[1]]])
+        return pending._replace(memory=memory, inputs=inputs, streams=streams, seeds=seeds)
 
     def generate(
-        self, slots: Slots, pending: Slots, placed: tf.Tensor, count: tf.Tensor
+        self, slots: Slots, pending: Slots, placed: tf.Tensor, count: tf.Tensor, more: tf.Tensor
     ) -> tuple[Slots, tf.Tensor, Finished]:
         """Up to `steps` steps of every slot, empty ones taking pending sentences first.
 
@@ -150,6 +162,7 @@ class SlotParts(SlotLoop):
           pending: the block `prefill` made.
           placed: how many of the block earlier calls placed.
           count: how many of the block are sentences.
+          more: sentences wait that the host would prefill into free slots.
 
         Returns:
           (the slots, how many of the block are placed, the sentences finished).
@@ -160,7 +173,11 @@ class SlotParts(SlotLoop):
             step: tf.Tensor, slots: Slots, placed: tf.Tensor, finished: Finished
         ) -> tf.Tensor:
             work = (placed < count) | tf.reduce_any(slots.sentence >= 0)
-            answer = (placed >= count) & (finished.count > 0)
+            # All placed: return to answer what finished, unless more wait (then all
+            # the steps are the slots', answers waiting a few), or to fill free slots.
+            free = tf.reduce_any(slots.sentence < 0)
+            back = tf.where(more, free, finished.count > 0)
+            answer = (step > 0) & (placed >= count) & back
             return (step < self.steps) & work & ~answer
 
         def body(

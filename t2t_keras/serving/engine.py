@@ -182,7 +182,10 @@ class Engine(Inbox):
         search = self.translator.settings.search
         samples = search.samples_per_input if self.backend.samples_apart else 1
         seed = search.seed if seed is None else seed
-        waiting = [(i, r) for i, row in enumerate(rows) if row for r in range(samples)]
+        # Longest first: a request is answered once all its sentences are, and the
+        # slots it fills then empty on short sentences, not on a long one's last steps.
+        longest_first = sorted(range(len(rows)), key=lambda i: -len(rows[i]))
+        waiting = [(i, r) for i in longest_first if rows[i] for r in range(samples)]
         with self._lock:
             if self._stopping:
                 raise Stopped("the server is shutting down")
