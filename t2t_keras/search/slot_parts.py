@@ -52,6 +52,8 @@ class SlotParts(SlotLoop):
       length: L, the output positions the slots hold (None: all the width's
         longest output needs); a sentence reaching them unfinished is evicted.
       steps: the most steps one `generate` call runs.
+      narrow_prefill: encode a block at the narrowest of S/4, S/2 and S that holds
+        it (else always at S: a compilation each).
     """
 
     def __init__(
@@ -66,12 +68,14 @@ class SlotParts(SlotLoop):
         width: int,
         length: int | None = None,
         steps: int = 8,
+        narrow_prefill: bool = True,
     ) -> None:
         super().__init__(model, settings, tree_tokens, jit_compile, slots)
         self.block, self.width, self.steps = block, width, steps
         self.length = length
         # A block is encoded at the narrowest of these that holds its longest row.
-        self.prefill_widths = sorted({min(width, max(16, width // d)) for d in (4, 2, 1)})
+        divisors = (4, 2, 1) if narrow_prefill else (1,)
+        self.prefill_widths = sorted({min(width, max(16, width // d)) for d in divisors})
         self._prefill = tf.function(self.prefill, jit_compile=jit_compile, autograph=False)
         self._generate = tf.function(self.generate, jit_compile=jit_compile, autograph=False)
 

@@ -108,6 +108,7 @@ class SlotBackend(Backend):
         parts = SlotParts(
             search.model, search.settings, search.tree_tokens, search.jit_compile,
             slots=slots, block=block, width=width, length=length, steps=steps,
+            narrow_prefill=not widest,  # Long inputs and evicted outputs: rare.
         )  # fmt: skip
         return _Pool(parts, lanes)
 
