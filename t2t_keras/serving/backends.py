@@ -140,31 +140,36 @@ class SlotBackend(Backend):
         return finished
 
     def _taken(self, pool: _Pool, inbox: Inbox) -> list[tuple[Hashable, Waiting]]:
-        """The waiting sentences the pool takes now. A small pool, up to its free slots,
-        the widest first, from lanes whose large pool is idle, only while the small
-        ones can hold all that waits there, and only what the smaller ones cannot. A large pool a block of its own
-        lane (placed as its slots free): idle, only once the small ones cannot hold
-        what waits; running, then what narrower lanes still hold, up to its free slots."""
+        """The waiting sentences the pool takes now.
+
+        A small pool: up to its free slots, the widest lanes first, from lanes whose
+        large pool is idle, only while the small pools hold all that waits there
+        (else a large pool starts and takes it), and only what the smaller ones
+        cannot. A large pool: a block of its own lane, placed as its slots free;
+        idle, only once the small pools cannot hold what waits; running, then what
+        the narrower lanes still hold, up to its free slots.
+        """
         block, free = pool.parts.block, pool.free()
+        small_free = sum(small.free() for small in self.small)
         if pool in self.small:
             lanes = [lane for lane in pool.lanes if not self.large[lane].active()]
-            if not self._hold(inbox, lanes):
+            waiting = sum(map(inbox.waiting, lanes))
+            if waiting > small_free:
                 return []
             smaller = self.small[: self.small.index(pool)]  # Filled first: fewer slots a step.
-            beyond = sum(map(inbox.waiting, lanes)) - sum(small.free() for small in smaller)
+            beyond = waiting - sum(small.free() for small in smaller)
             return self._take(inbox, lanes, min(block, free, beyond))
         own = pool.lanes[0]
         if not pool.active():
-            starts = not self.small or own not in self.small[0].lanes
-            return self._take(inbox, [own], block if starts or not self._hold(inbox) else 0)
+            narrow = self.small[0].lanes if self.small and own in self.small[0].lanes else []
+            held = bool(narrow) and sum(map(inbox.waiting, narrow)) <= small_free
+            return [] if held else self._take(inbox, [own], block)
         taken = self._take(inbox, [own], block)
-        return taken + self._take(inbox, range(own - 1, -1, -1), min(block, free) - len(taken))
+        return taken + self._take(inbox, self._lanes(pool)[1:], min(block, free) - len(taken))
 
-    def _hold(self, inbox: Inbox, lanes: Iterable[int] | None = None) -> bool:
-        """Whether the small pools' free slots hold all that waits in the lanes (default:
-        theirs)."""
-        lanes = self.small[0].lanes if lanes is None else lanes
-        return sum(inbox.waiting(lane) for lane in lanes) <= sum(p.free() for p in self.small)
+    def _lanes(self, pool: _Pool) -> list[int]:
+        """The lanes a pool takes from, in order: a large pool's own, then the narrower."""
+        return pool.lanes if pool in self.small else list(range(pool.lanes[0], -1, -1))
 
     @staticmethod
     def _take(inbox: Inbox, lanes: Iterable[int], count: int) -> list[tuple[Hashable, Waiting]]:
@@ -192,8 +197,7 @@ class SlotBackend(Backend):
     def _generate(self, pool: _Pool, inbox: Inbox) -> list[tuple[int, Translation]]:
         parts = pool.parts
         assert pool.slots is not None and pool.pending is not None, "start() first"
-        lanes = pool.lanes if pool in self.small else range(pool.lanes[0] + 1)
-        more = any(inbox.waiting(lane) for lane in lanes)
+        more = any(map(inbox.waiting, self._lanes(pool)))
         pool.slots, pool.placed, done = parts.generate_steps(
             pool.slots, pool.pending, pool.placed, pool.count, more
         )
