@@ -38,9 +38,9 @@ def test_requests_in_flight_together_get_the_files_texts(trained: TrainedModel) 
     translator = Translator(trained.model, trained.vocabs, settings)
     lines = [*texts(NUMBERS), "", *texts([n * 3 + 1 for n in NUMBERS])]
     expected = translator.translate(lines)
-    # Narrow pools of 4 slots: most sentences wait, and many outgrow the first pool;
-    # a small pool of 2 that takes what waits first.
-    backend = SlotBackend(translator, widths=[8, 16], slots=4, steps=3, small_slots=[2])
+    # A narrow pool of 4 slots: most sentences wait, and many outgrow it; a small
+    # pool of 2 that takes what waits first.
+    backend = SlotBackend(translator, widths=[8], slots=4, steps=3, small_slots=[2])
     engine = Engine(translator, backend, max_queue_sentences=30)
     cancelled = engine.submit(lines[:25])
     with pytest.raises(QueueFull):
