@@ -20,7 +20,6 @@ from collections.abc import Hashable, Iterable, Sequence
 
 import numpy as np
 
-from t2t_keras.search.slot_loop import Slots
 from t2t_keras.search.slot_parts import SlotParts
 from t2t_keras.search.slots import first_positions
 from t2t_keras.serving.engine import Backend, Inbox, Waiting
@@ -29,12 +28,11 @@ from t2t_keras.serving.translator import SentenceTranslator, Translation, Transl
 
 @dataclasses.dataclass
 class _Pool:
-    """One shape of slots: its compiled parts, the slots and the pending block."""
+    """One shape of slots: its compiled parts (holding the slots and the pending
+    block), and what the host knows of them."""
 
     parts: SlotParts
     lanes: list[int]  # The lanes it takes sentences from.
-    slots: Slots | None = None
-    pending: Slots | None = None
     placed: int = 0
     count: int = 0
     busy: int = 0  # Sentences in its slots.
@@ -117,7 +115,7 @@ class SlotBackend(Backend):
 
     def start(self) -> None:
         for pool in self.pools:
-            pool.slots, pool.pending = pool.parts.start()
+            pool.parts.start()
 
     def busy(self) -> int:
         return sum(pool.busy + pool.count - pool.placed for pool in self.pools)
@@ -186,7 +184,7 @@ class SlotBackend(Backend):
         sentences = [sentence for _, sentence in taken]
         for request, sentence in taken:
             self._requests[sentence.number] = (request, sentence)
-        pool.pending = pool.parts.prefill_rows(
+        pool.parts.prefill_rows(
             [s.row for s in sentences],
             [s.number for s in sentences],
             [s.stream for s in sentences],
@@ -195,13 +193,9 @@ class SlotBackend(Backend):
         pool.placed, pool.count = 0, len(taken)
 
     def _generate(self, pool: _Pool, inbox: Inbox) -> list[tuple[int, Translation]]:
-        parts = pool.parts
-        assert pool.slots is not None and pool.pending is not None, "start() first"
         more = any(map(inbox.waiting, self._lanes(pool)))
-        pool.slots, pool.placed, done = parts.generate_steps(
-            pool.slots, pool.pending, pool.placed, pool.count, more
-        )
-        pool.busy = int(np.count_nonzero(pool.slots.sentence.numpy() >= 0))
+        pool.placed, in_slots, done = pool.parts.generate_steps(pool.placed, pool.count, more)
+        pool.busy = int(np.count_nonzero(in_slots >= 0))
         count = int(done.count)
         numbers = done.sentence.numpy()[:count].tolist()
         evicted = done.evicted.numpy()[:count]
