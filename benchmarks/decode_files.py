@@ -51,13 +51,16 @@ flags.DEFINE_bool("profile", False, "Internal: profile one TensorFlow decode in 
 flags.DEFINE_string("output", None, "Internal, with --profile: where the outputs go.")
 FLAGS = flags.FLAGS
 
-# The SavedModel client: TensorFlow (and tensorflow_text's ops) only.
+# The SavedModel client: TensorFlow (and tensorflow_text's ops), warmed up as TF
+# Serving warms a model it loads (the warmup file replayed), then timed.
 SERVING_CLIENT = """
 import sys
 import tensorflow as tf
 import tensorflow_text  # noqa: F401
+from t2t_keras.export.warmup import replay_warmup
 model_dir, source, output, batch_size = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 translate = tf.saved_model.load(model_dir).signatures["serving_default"]
+replay_warmup(model_dir, translate)
 lines = open(source, encoding="utf-8").read().splitlines()
 outputs = []
 import time
