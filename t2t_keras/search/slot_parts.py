@@ -29,6 +29,7 @@ source width, L output positions; each fixed for one `SlotParts`.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -38,7 +39,14 @@ from t2t_keras.data.ids import PAD_ID
 from t2t_keras.layers.shape_list import shape_list
 from t2t_keras.models.transformer import Transformer
 from t2t_keras.search.settings import SearchSettings
-from t2t_keras.search.slot_loop import Finished, SlotLoop, Slots, _rows, _without_spare_row
+from t2t_keras.search.slot_loop import (
+    Finished,
+    SlotLoop,
+    Slots,
+    _rows,
+    _take_rows,
+    _without_spare_row,
+)
 
 
 class SlotParts(SlotLoop):
@@ -83,6 +91,7 @@ class SlotParts(SlotLoop):
         self._generate = tf.function(self._generate_into, jit_compile=jit_compile, autograph=False)
         self._held_slots: Slots | None = None  # Of variables, made by `start`.
         self._held_block: Slots | None = None
+        self._takes: dict[int, Any] = {}  # `take_slots` compiled, by source.
 
     def start(self) -> None:
         """Empty slots and an empty pending block, compiling both parts on their
@@ -147,10 +156,34 @@ class SlotParts(SlotLoop):
 
     def compilations(self) -> int:
         """How many shapes of the parts were traced, each compiled once by XLA."""
-        return sum(
-            int(function.experimental_get_tracing_count())
-            for function in (self._prefill, self._generate)
-        )
+        functions = (self._prefill, self._generate, *self._takes.values())
+        return sum(int(function.experimental_get_tracing_count()) for function in functions)
+
+    def can_take(self, source: SlotParts) -> bool:
+        """Whether `take_slots` can move source's sentences here: slots alike but
+        for their count (width, positions and search)."""
+        return (source.width, source.length, source.settings) == (
+            self.width,
+            self.length,
+            self.settings,
+        ) and source.model is self.model
+
+    def take_slots(self, source: SlotParts) -> int:
+        """Moves the sentences of source's slots, mid-search, into free slots here
+        (as many as are free), and empties the slots they leave: their searches go
+        on here as they would have there. Compiled once for each source.
+
+        Returns:
+          How many sentences moved.
+        """
+        if id(source) not in self._takes:
+            if not self.can_take(source):
+                raise ValueError("slots of another width, length or search")
+            take = functools.partial(self._take_from, source)
+            self._takes[id(source)] = tf.function(
+                take, jit_compile=self.jit_compile, autograph=False
+            )
+        return int(self._takes[id(source)]())
 
     def prefill(
         self, block: tf.Tensor, numbers: tf.Tensor, streams: tf.Tensor, seeds: tf.Tensor
@@ -229,6 +262,39 @@ class SlotParts(SlotLoop):
         )
         _assign(self._held_slots, slots)
         return placed, slots.sentence, finished
+
+    def _take_from(self, source: SlotParts) -> tf.Tensor:
+        """`take_slots` in TensorFlow ops: the k-th free slot here takes the k-th
+        busy slot of source; each row's parent, a row number, moves with it."""
+        assert self._held_slots is not None and source._held_slots is not None, "start() first"
+        mine, theirs = _values(self._held_slots), _values(source._held_slots)
+        busy = theirs.sentence >= 0
+        moving = tf.minimum(tf.reduce_sum(tf.cast(busy, tf.int32)), self.slots)
+        free = mine.sentence < 0
+        rank = tf.cumsum(tf.cast(free, tf.int32)) - 1  # Among the free slots here.
+        taken = free & (rank < moving)
+        busy_first = tf.argsort(tf.cast(~busy, tf.int32), stable=True)
+        from_slot = tf.gather(busy_first, tf.clip_by_value(rank, 0, source.slots - 1))
+        moved = tf.nest.map_structure(
+            lambda old, new: None if old is None else _take_rows(taken, from_slot, new, old),
+            mine,
+            theirs,
+        )
+        if not self.settings.is_greedy:  # Parents are rows: each moves with its slot.
+            offset = tf.repeat((tf.range(self.slots) - from_slot) * self.beams, self.beams)
+            parents = tf.where(tf.repeat(taken, self.beams), moved.search.parents + offset,
+                               mine.search.parents)  # fmt: skip
+            moved = moved._replace(search=moved.search._replace(parents=parents))
+        _assign(self._held_slots, moved)
+        left = tf.reduce_any(
+            (tf.range(source.slots)[:, tf.newaxis] == tf.where(taken, from_slot, -1)), axis=1
+        )  # [Ns]: the source's slots that moved.
+        search = theirs.search._replace(
+            index=tf.where(left, 0, theirs.search.index), done=theirs.search.done | left
+        )
+        emptied = theirs._replace(search=search, sentence=tf.where(left, -1, theirs.sentence))
+        _assign(source._held_slots, emptied)
+        return moving
 
 
 def _variables(structure: Any) -> Any:

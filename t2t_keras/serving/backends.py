@@ -56,7 +56,9 @@ class SlotBackend(Backend):
     fills its free slots with what waits in its lane, then in narrower lanes
     (its steps cost the same, full or not). A few clients are served by
     small steps, many fill the large pools, and a rare long sentence does
-    not start a wide pool of 64 slots of its own.
+    not start a wide pool of 64 slots of its own. When load falls, the last
+    few sentences of a large pool move, mid-search, to an idle small pool
+    of the same width (`SlotParts.take_slots`), rather than run out its steps.
 
     Args:
       translator: the TensorFlow runtime (its model, settings and search).
@@ -97,6 +99,7 @@ class SlotBackend(Backend):
         self.slots = sum(pool.parts.slots for pool in self.pools)
         # Each sentence in a pool's slots or block, kept for a second pass.
         self._requests: dict[int, tuple[Hashable, Waiting]] = {}
+        self.moved = 0  # Sentences moved mid-search from a large pool to a small one.
         self.samples_apart = True
 
     def _pool(self, width: int, slots: int, block: int, lanes: list[int], steps: int) -> _Pool:
@@ -116,6 +119,10 @@ class SlotBackend(Backend):
     def start(self) -> None:
         for pool in self.pools:
             pool.parts.start()
+        for small in self.small:  # Compiles each move a large pool's sentences can take.
+            for large in self.large:
+                if small.parts.can_take(large.parts):
+                    small.parts.take_slots(large.parts)
 
     def busy(self) -> int:
         return sum(pool.busy + pool.count - pool.placed for pool in self.pools)
@@ -135,7 +142,27 @@ class SlotBackend(Backend):
                 self._prefill(pool, self._taken(pool, inbox))
             if pool.active():
                 finished += self._generate(pool, inbox)
+                self._move_to_small(pool, inbox)
         return finished
+
+    def _move_to_small(self, pool: _Pool, inbox: Inbox) -> None:
+        """A large pool's last few sentences, nothing waiting for it, go on in the
+        smallest idle small pool that holds them: its steps cost less (16 slots of
+        width 64: 10 ms a step against 25 ms for 64)."""
+        if pool in self.small or not pool.busy or pool.placed < pool.count:
+            return
+        if any(map(inbox.waiting, self._lanes(pool))):
+            return
+        for small in self.small:
+            if (
+                small.parts.slots >= pool.busy
+                and not small.active()
+                and small.parts.can_take(pool.parts)
+            ):
+                small.busy = small.parts.take_slots(pool.parts)
+                self.moved += small.busy
+                pool.busy = 0
+                return
 
     def _taken(self, pool: _Pool, inbox: Inbox) -> list[tuple[Hashable, Waiting]]:
         """The waiting sentences the pool takes now.
