@@ -51,10 +51,9 @@ flags.DEFINE_bool("profile", False, "Internal: profile one TensorFlow decode in 
 flags.DEFINE_string("output", None, "Internal, with --profile: where the outputs go.")
 FLAGS = flags.FLAGS
 
-# The SavedModel client: TensorFlow (and tensorflow_text's ops), warmed up as TF
-# Serving warms a model it loads (the warmup file replayed), then timed.
+# The SavedModel client, warmed up as TF Serving warms a model it loads, then timed.
 SERVING_CLIENT = """
-import sys
+import sys, time
 import tensorflow as tf
 import tensorflow_text  # noqa: F401
 from t2t_keras.export.warmup import replay_warmup
@@ -62,12 +61,9 @@ model_dir, source, output, batch_size = sys.argv[1], sys.argv[2], sys.argv[3], i
 translate = tf.saved_model.load(model_dir).signatures["serving_default"]
 replay_warmup(model_dir, translate)
 lines = open(source, encoding="utf-8").read().splitlines()
-outputs = []
-import time
 start = time.monotonic()
-for first in range(0, len(lines), batch_size):
-    batch = tf.constant(lines[first : first + batch_size])
-    outputs += [text.decode("utf-8") for text in translate(inputs=batch)["outputs"].numpy()]
+batches = (tf.constant(lines[first : first + batch_size]) for first in range(0, len(lines), batch_size))
+outputs = [t.decode("utf-8") for batch in batches for t in translate(inputs=batch)["outputs"].numpy()]
 rate = len(lines) / (time.monotonic() - start)
 open(output, "w", encoding="utf-8").write("".join(line + "\\n" for line in outputs))
 print(f"Decoded {len(lines)}/{len(lines)} sentences ({rate:.1f} sentences/s).", file=sys.stderr)
