@@ -15,13 +15,17 @@ encoder-decoder search):
   (so that the host answers it without waiting out the steps), or, while
   more sentences wait, once a slot is free (so that the host prefills the
   next block): under load, the steps go to the slots, not the host.
+- `take_slots(source)`: moves the sentences of another `SlotParts`' slots,
+  of the same width and positions, mid-search into free slots here (a large
+  pool's last few, into a small pool whose steps cost less).
 
 The host loop reads top to bottom: collect what finished, prefill from the
-queue, generate. The slots and the pending block live in variables, which the
-compiled parts update in place: passed in and out as tensors, the slots'
-caches (176 MB for 64 slots of width 64 of transformer_small) were copied at
-every call, 11 ms of a call that takes 25 ms a step. A sentence's search reads only its own rows, so its result
-is the one `SlotSearch` gives it in a file, whatever else is in flight.
+queue, generate. The slots and the pending block live in variables, which
+the compiled parts update in place: passed in and out as tensors, the
+slots' caches (176 MB for 64 slots of width 64 of transformer_small) were
+copied at every call, 11 ms of a call that takes 25 ms a step. A sentence's
+search reads only its own rows, so its result is the one `SlotSearch` gives
+it in a file, whatever else is in flight.
 
 Shapes: N slots, M pending sentences, K beams, R hypotheses returned, S
 source width, L output positions; each fixed for one `SlotParts`.
@@ -162,11 +166,8 @@ class SlotParts(SlotLoop):
     def can_take(self, source: SlotParts) -> bool:
         """Whether `take_slots` can move source's sentences here: slots alike but
         for their count (width, positions and search)."""
-        return (source.width, source.length, source.settings) == (
-            self.width,
-            self.length,
-            self.settings,
-        ) and source.model is self.model
+        mine = (self.model, self.width, self.length, self.settings)
+        return (source.model, source.width, source.length, source.settings) == mine
 
     def take_slots(self, source: SlotParts) -> int:
         """Moves the sentences of source's slots, mid-search, into free slots here
@@ -282,8 +283,8 @@ class SlotParts(SlotLoop):
         )
         if not self.settings.is_greedy:  # Parents are rows: each moves with its slot.
             offset = tf.repeat((tf.range(self.slots) - from_slot) * self.beams, self.beams)
-            parents = tf.where(tf.repeat(taken, self.beams), moved.search.parents + offset,
-                               mine.search.parents)  # fmt: skip
+            rows = tf.repeat(taken, self.beams)
+            parents = tf.where(rows, moved.search.parents + offset, mine.search.parents)
             moved = moved._replace(search=moved.search._replace(parents=parents))
         _assign(self._held_slots, moved)
         left = tf.reduce_any(
