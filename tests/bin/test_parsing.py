@@ -183,7 +183,7 @@ def test_the_server_answers_with_the_decoders_trees(parsing_run: Path, tmp_path:
     t2t-decoder writes for them (the server, a real process on loopback)."""
     from server_process import Server
 
-    sources = [" ".join(trees.parse_tree(tree).words()) for tree in GOLD[132:142]]
+    sources = [" ".join(trees.parse_tree(tree).words()) for tree in GOLD[132:137]]
     sources += ["", "He ( quietly ) rose up , '' market ."]
     (tmp_path / "in.txt").write_text("\n".join(sources) + "\n")
     settings = ["--decode_hparams=beam_size=2", "--xla=off"]
@@ -197,7 +197,7 @@ def test_the_server_answers_with_the_decoders_trees(parsing_run: Path, tmp_path:
     server = Server(train, *settings, "--slot_widths=8", log=tmp_path / "server.log")
     try:
         server.wait_ready()
-        requests = [sources[:1], sources[1:9], sources[9:]]
+        requests = [sources[:1], sources[1:5], sources[5:]]
         with concurrent.futures.ThreadPoolExecutor(len(requests)) as pool:
             replies = list(
                 pool.map(lambda part: server.post("v1/translate", {"inputs": part}), requests)
