@@ -33,8 +33,9 @@ def texts(numbers: list[int]) -> list[str]:
 def test_requests_in_flight_together_get_the_files_texts(trained: TrainedModel) -> None:
     """Before the engine starts, a request fills its queue of 30: another is refused,
     and once cancelled, the first leaves it. Then requests of 1 to 14 lines, all
-    queued at once, get the texts and scores of a file's search, the last few
-    sentences of the large pool finishing in the small one."""
+    queued at once, get the texts and scores of a file's search (the last few
+    sentences of the large pool may finish in the small one: that depends on
+    when the requests arrive)."""
     settings = DecodeHParams(beam_size=3, return_beams=True).resolve(trained.hparams)
     translator = Translator(trained.model, trained.vocabs, settings)
     lines = [*texts(NUMBERS), "", *texts([n * 3 + 1 for n in NUMBERS])]
@@ -63,7 +64,6 @@ def test_requests_in_flight_together_get_the_files_texts(trained: TrainedModel) 
     for found, wanted in zip(scores, expected, strict=True):
         np.testing.assert_allclose(found, wanted.scores, rtol=1e-5, atol=1e-6)
     assert backend.compilations() == compiled  # Every shape was compiled at start.
-    assert backend.moved > 0
     assert engine.sentences_done == len(lines) - 1  # The blank line is never decoded.
     assert not cancelled.future.done()
 
