@@ -148,9 +148,12 @@ class ServingModule(tf.Module):
         self.inputs_vocab = inputs_vocab
         self.targets_vocab = targets_vocab
         self.model_variables = [variable.value for variable in search.model.variables]
+        # Written in TensorFlow's own control flow: autograph's conversion of the
+        # search's Python would only double the export's time.
         self.translate = tf.function(
             _translate_function(search, buckets, inputs_vocab, targets_vocab),
             input_signature=[tf.TensorSpec([None], tf.string, name="inputs")],
+            autograph=False,
         )
 
 
