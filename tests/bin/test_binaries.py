@@ -291,7 +291,8 @@ def test_trainer_generate_data_is_datagen(tmp_path: Path) -> None:
     assert re.search(r"Trained 2 steps \(to step 2\) .* exact_match .*ckpt-2\.", trainer.stderr)
     run_file = json.loads((tmp_path / "train" / "run.json").read_text())
     assert run_file["vocab"] == {"inputs": "bytes", "targets": "bytes"}
-    datagen = run(
+    # In process: the real process's start-up is the trainer's, above.
+    datagen = run_in_process(
         "t2t-datagen",
         "--problem=algorithmic_reverse_decimal",
         f"--data_dir={data_dir}",
@@ -302,7 +303,7 @@ def test_trainer_generate_data_is_datagen(tmp_path: Path) -> None:
     shown = re.findall(r"^  (\d+)  ->  (\d+)$", datagen.stdout, flags=re.MULTILINE)
     assert len(shown) == 3 and all(target == source[::-1] for source, target in shown)
     for noise in START_UP_NOISE:
-        assert noise not in trainer.stderr + datagen.stderr
+        assert noise not in trainer.stderr
 
 
 def test_a_file_the_users_problem_cannot_read_exits_2(
