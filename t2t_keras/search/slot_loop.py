@@ -150,6 +150,7 @@ class SlotLoop(ModelSearch):
         numbers: tf.Tensor,
         count: tf.Tensor,
         last: tf.Tensor,
+        until: tf.Tensor | int = 0,
     ) -> tuple[Slots, Finished]:
         """Places the block's sentences in slots as they free, stepping all slots.
 
@@ -158,7 +159,8 @@ class SlotLoop(ModelSearch):
           block: [M, S] ids of the waiting sentences, the first `count` real.
           numbers: [M] int32 the caller's number of each.
           count: how many of the block are real.
-          last: no block follows: go on until every slot is done.
+          last: no block follows: go on until every slot is done, or until at most
+            `until` slots are busy (to go on in fewer slots: `halved`).
 
         Returns:
           (the slots, the sentences finished).
@@ -167,7 +169,8 @@ class SlotLoop(ModelSearch):
         finished = self._none_finished(slots, _rows(slots.sentence) + _rows(numbers))
 
         def keep_going(slots: Slots, placed: tf.Tensor, finished: Finished) -> tf.Tensor:
-            return (placed < count) | (last & tf.reduce_any(slots.sentence >= 0))
+            busy = tf.reduce_sum(tf.cast(slots.sentence >= 0, tf.int32))
+            return (placed < count) | (last & (busy > until))
 
         def body(
             slots: Slots, placed: tf.Tensor, finished: Finished
@@ -176,6 +179,28 @@ class SlotLoop(ModelSearch):
 
         slots, _, finished = tf.while_loop(keep_going, body, (slots, tf.constant(0), finished))
         return slots, _without_spare_row(finished)
+
+    def halved(self, slots: Slots) -> Slots:
+        """The slots in half as many, holding their sentences mid-search (at most
+        half the slots busy): the k-th busy slot becomes slot k, each of its rows'
+        parents, a row number, moved with it."""
+        count = _rows(slots.sentence)
+        half = count // 2
+        kept = tf.argsort(tf.cast(slots.sentence < 0, tf.int32), stable=True)[:half]
+
+        def take(tensor: tf.Tensor | None) -> tf.Tensor | None:
+            if tensor is None:
+                return None
+            rows = tf.gather(tf.reshape(tensor, [count, -1]), kept)
+            shape = [-1, *shape_list(tensor)[1:]]
+            return tf.ensure_shape(tf.reshape(rows, shape), [None, *tensor.shape[1:]])
+
+        halved = tf.nest.map_structure(take, slots)
+        if self.beams == 1:
+            return halved
+        moved = tf.repeat((tf.range(half) - kept) * self.beams, self.beams)
+        search = halved.search
+        return halved._replace(search=search._replace(parents=search.parents + moved))
 
     def _none_finished(self, slots: Slots, rows: int | tf.Tensor) -> Finished:
         """Room for `rows` sentences to finish, none yet, and one row more, where the

@@ -11,7 +11,8 @@ block: once every slot is done), and the slots, mid-sentence, carry into
 the next call (`slot_loop`). `SlotSearch.finish` is the host's loop: sentences longest
 first (the last to finish are then short ones), blocks of M = 2N, results
 as they finish (`decode`: in input order); `search_tensor` is the same loop
-in TensorFlow ops (a SavedModel's).
+in TensorFlow ops (a SavedModel's), whose last sentences of a request go on
+in halved slots.
 
 A sentence's search reads only its own rows (its encoder output, its beam
 rows, its limits): its result does not depend on its slot or neighbours.
@@ -42,7 +43,7 @@ from t2t_keras.data.ids import PAD_ID
 from t2t_keras.search import sampling, shapes
 from t2t_keras.search.decoder import output_positions
 from t2t_keras.search.settings import SearchSettings
-from t2t_keras.search.slot_loop import SlotLoop, Slots
+from t2t_keras.search.slot_loop import Finished, SlotLoop, Slots
 
 BLOCK_SLOTS = 2  # A block holds this many sentences per slot: M = 2N.
 # The longest 1/LONG_TAIL of a file's rows are searched apart when the rest are
@@ -50,8 +51,27 @@ BLOCK_SLOTS = 2  # A block holds this many sentences per slot: M = 2N.
 # first slots hold, compile a second shape: only for SPLIT_SLOTS rows a slot or more.
 LONG_TAIL = 20
 SPLIT_SLOTS = 4
+# A SavedModel's request drains in halved slots down to this many (`_graph_pass`):
+# its warmup compiled the search at 4, 8, 16 and 32 slots of every width.
+DRAIN_SLOTS = 4
 # Empty slots of at most this many bytes are kept for the next search of their shape.
 KEPT_EMPTY_BYTES = 16 << 20
+
+
+def _written(
+    finished: Finished, found: tuple[tf.Tensor, tf.Tensor], evicted: tf.Tensor, missing: Any
+) -> tuple[tuple[tf.Tensor, tf.Tensor], tf.Tensor]:
+    """found (ids [B, R, L], scores [B, R]) and evicted [B] with a call's finished
+    sentences written, their ids padded by `missing` positions (an evicted row's
+    are overwritten by its second pass)."""
+    done = finished.count
+    at = finished.sentence[:done, tf.newaxis]
+    ids = tf.pad(finished.ids[:done], [[0, 0], [0, 0], [0, missing]])
+    found = (
+        tf.tensor_scatter_nd_update(found[0], at, ids),
+        tf.tensor_scatter_nd_update(found[1], at, finished.scores[:done]),
+    )
+    return found, tf.tensor_scatter_nd_update(evicted, at, finished.evicted[:done])
 
 
 def first_positions(
@@ -273,17 +293,26 @@ class SlotSearch(SlotLoop):
     ) -> tuple[tuple[tf.Tensor, tf.Tensor], tf.Tensor]:
         """Rows `order` of inputs [B, S] through `count` slots of `length` positions, in
         blocks: (their ids [B, R, full] and scores [B, R] written into `found` (None:
-        none found yet), [B] bool the rows evicted, whose results are not)."""
+        none found yet), [B] bool the rows evicted, whose results are not).
+
+        Slots holding all `full` positions drain in fewer: once the last block is
+        placed and at most half are busy, they go on in half as many (`halved`),
+        down to DRAIN_SLOTS (a request of 32 through 16 slots was 72% busy, its
+        last sentences stepping every slot; a step costs about its slots)."""
         run = self.compiled()
-        rows = tf.size(order)
-        block = BLOCK_SLOTS * count
-        slots = self.empty(count, tf.shape(inputs)[1], length)
+        rows, width = tf.size(order), tf.shape(inputs)[1]
+        slots = self.empty(count, width, length)
         if found is None:
             ids, scores = self._no_results(slots, tf.shape(inputs)[0])
             found = (tf.pad(ids, [[0, 0], [0, 0], [0, full - length]]), scores)
         evicted = tf.zeros([tf.shape(inputs)[0]], tf.bool)
+        drains = tf.equal(length, full)  # Halved slots search no second pass.
+
+        def until(count: tf.Tensor) -> tf.Tensor:
+            return tf.where(drains & (count // 2 >= DRAIN_SLOTS), count // 2, 0)
 
         def body(first: tf.Tensor, slots: Slots, found: Any, evicted: tf.Tensor) -> tuple:
+            block = BLOCK_SLOTS * count
             positions = first + tf.range(block)
             real = positions < rows
             numbers = tf.where(real, tf.gather(order, tf.minimum(positions, rows - 1)), -1)
@@ -291,18 +320,24 @@ class SlotSearch(SlotLoop):
                 real[:, tf.newaxis], tf.gather(inputs, tf.maximum(numbers, 0)), PAD_ID
             )
             placed = tf.minimum(block, rows - first)
-            slots, finished = run(slots, block_ids, numbers, placed, first + block >= rows)
-            done = finished.count
-            at = finished.sentence[:done, tf.newaxis]  # An evicted row's is overwritten later.
-            ids = tf.pad(finished.ids[:done], [[0, 0], [0, 0], [0, full - length]])
-            found = (
-                tf.tensor_scatter_nd_update(found[0], at, ids),
-                tf.tensor_scatter_nd_update(found[1], at, finished.scores[:done]),
-            )
-            evicted = tf.tensor_scatter_nd_update(evicted, at, finished.evicted[:done])
-            return first + block, slots, found, evicted
+            last = first + block >= rows
+            slots, finished = run(slots, block_ids, numbers, placed, last, until(count))
+            return first + block, slots, *_written(finished, found, evicted, full - length)
 
-        _, _, found, evicted = tf.while_loop(
+        _, slots, found, evicted = tf.while_loop(
             lambda first, *_: first < rows, body, (tf.constant(0), slots, found, evicted)
         )
+
+        def drain(count: tf.Tensor, slots: Slots, found: Any, evicted: tf.Tensor) -> tuple:
+            half = count // 2
+            none = tf.fill([BLOCK_SLOTS * half], -1)
+            block_ids = tf.fill([BLOCK_SLOTS * half, width], PAD_ID)
+            placed, last = tf.constant(0), tf.constant(True)  # Tensors: the blocks' trace.
+            slots, finished = run(self.halved(slots), block_ids, none, placed, last, until(half))
+            return half, slots, *_written(finished, found, evicted, 0)
+
+        def draining(count: tf.Tensor, slots: Slots, *_: Any) -> tf.Tensor:
+            return tf.reduce_any(slots.sentence >= 0)
+
+        _, _, found, evicted = tf.while_loop(draining, drain, (count, slots, found, evicted))
         return found, evicted

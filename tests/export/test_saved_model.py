@@ -28,7 +28,7 @@ from t2t_keras.export.warmup import WARMUP_FILE, RequestBuckets, replay_warmup
 from t2t_keras.problems.number_words import english
 from t2t_keras.run.loading import TrainedModel, load_trained
 from t2t_keras.search.settings import DecodeHParams, SearchSettings
-from t2t_keras.search.slots import SlotSearch
+from t2t_keras.search.slots import DRAIN_SLOTS, SlotSearch
 
 LOADER = Path(__file__).with_name("load_exported.py")
 LONG_LINE = "seven " * 300
@@ -76,6 +76,17 @@ def sized_requests(long_rows: bool) -> list[list[str]]:
         for request in requests:
             request[-1] = "seven " * numbers.choice([0, 20, 50, 100, 300]) + request[-1]
     return requests
+
+
+def drained(shape: tuple[int, int]) -> set[tuple[int, int]]:
+    """The shapes a call of `shape` (slots, width) runs at: its slots halved as they
+    drain, down to DRAIN_SLOTS (`SlotSearch._graph_pass`)."""
+    slots, width = shape
+    shapes = {shape}
+    while slots // 2 >= DRAIN_SLOTS:
+        slots //= 2
+        shapes.add((slots, width))
+    return shapes
 
 
 def warmup_requests(version_dir: Path) -> list[PredictRequest]:
@@ -205,11 +216,14 @@ def test_warmup_compiles_the_shapes_every_request_is_searched_at(exported: Expor
     assert sent == [list(tf.make_ndarray(request.inputs["inputs"])) for request in exported.warmup]
 
     # Replayed when loaded (in a fresh process), the warmup requests of the shapes
-    # needed had XLA compile each once; then requests of every size, padded or
-    # not, one of them searched in two calls, compiled nothing more.
+    # needed had XLA compile each once, with the fewer slots they drain in; then
+    # requests of every size, padded or not, one of them searched in two calls,
+    # compiled nothing more.
     loaded, warm, served = exported.results["compilations"]
     assert exported.results["warmup_requests"] == len(exported.replayed) == 4
-    assert (warm - loaded, served) == (4, warm)
+    replayed = [texts_of(exported.warmup[position]) for position in exported.replayed]
+    needed = set.union(*(request_shapes(trained, buckets, texts) for texts in replayed))
+    assert (warm - loaded, served) == (len(set.union(*map(drained, needed))), warm) == (7, warm)
     # A request's outputs are those of its rows in the longer requests: padded with
     # rows (3) or not (the others), one slot 32 wide or more slots 16 wide. (Against
     # the Decoder, which searches rows as they are: INPUTS above, all in the slow test.)
