@@ -196,7 +196,7 @@ class SlotLoop(ModelSearch):
             return tf.ensure_shape(tf.reshape(rows, shape), [None, *tensor.shape[1:]])
 
         halved = tf.nest.map_structure(take, slots)
-        if self.beams == 1:
+        if self.settings.is_greedy:  # Beam search's parents are rows, even of beam 1.
             return halved
         moved = tf.repeat((tf.range(half) - kept) * self.beams, self.beams)
         search = halved.search

@@ -171,12 +171,23 @@ def test_the_graph_loop_equals_the_hosts(model):
     `decode` does, in the rows' order."""
     settings = settings_of(model, 2, extra_length=4, return_beams=True)
     rows = random_rows(LENGTHS[:9], seed=3)
-    search = SlotSearch(model, settings, jit_compile=True, slots=2)
+    assert_graph_loop_is_the_hosts(SlotSearch(model, settings, jit_compile=True, slots=2), rows)
+
+
+def assert_graph_loop_is_the_hosts(search: SlotSearch, rows: list[list[int]]) -> None:
     width = max(len(row) for row in rows)
     padded = tf.constant([row + [PAD_ID] * (width - len(row)) for row in rows])
     ids, scores = search.search_tensor(padded)
     for row_ids, row_scores, expected in zip(ids, scores, search.decode(rows), strict=True):
         assert_same((row_ids.numpy(), row_scores.numpy()), expected)
+
+
+def test_the_graph_loops_last_sentences_drained_into_fewer_slots_are_the_hosts(model):
+    """In 8 slots, the graph loop's last sentences go on in 4 (`halved`), each beam
+    row's parent moved with it: beam search of beam 1 too (its parents are rows)."""
+    settings = settings_of(model, 1, extra_length=4, stopping="best_possible")
+    rows = random_rows(LENGTHS + LENGTHS[:2], seed=4)
+    assert_graph_loop_is_the_hosts(SlotSearch(model, settings, jit_compile=False, slots=8), rows)
 
 
 @pytest.mark.parametrize("beam_size", [1, 3])
