@@ -5,14 +5,12 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import tensorflow as tf
-from binaries import assert_user_error
+from binaries import assert_user_error, run, run_in_process
 
 from t2t_keras.errors import UserError
 from t2t_keras.run.loading import load_trained, read_run_files
@@ -24,26 +22,6 @@ from t2t_keras.training.averaging import (
 )
 
 AVERAGED_STEPS = (100, 150, 200)
-
-
-def run_concurrently(*commands: list[str]) -> list[subprocess.CompletedProcess]:
-    """Runs installed console scripts of this environment side by side."""
-    processes = []
-    for binary, *args in commands:
-        script = Path(sys.executable).parent / binary
-        assert script.exists(), f"{binary} is not installed next to {sys.executable}"
-        processes.append(
-            subprocess.Popen(
-                [str(script), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-            )
-        )
-    results = []
-    for process in processes:
-        stdout, stderr = process.communicate(timeout=120)
-        results.append(
-            subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
-        )
-    return results
 
 
 def copy_training(trained_dir: Path, target: Path) -> Path:
@@ -175,15 +153,16 @@ def test_checkpoints_of_other_shapes_are_refused(training: Path, tmp_path: Path)
 def test_binary_end_to_end_and_bad_input(trained_dir: Path, tmp_path: Path) -> None:
     training = copy_training(trained_dir, tmp_path / "train")
     target = tmp_path / "averaged"
-    success, missing, same = run_concurrently(
-        [
-            "t2t-avg-checkpoints",
-            f"--output_dir={training}",
-            "--num_last_checkpoints=2",
-            f"--averaged_dir={target}",
-        ],
-        ["t2t-avg-checkpoints", f"--output_dir={tmp_path / 'nowhere'}"],
-        ["t2t-avg-checkpoints", f"--output_dir={training}", f"--averaged_dir={training}"],
+    success = run(
+        "t2t-avg-checkpoints",
+        f"--output_dir={training}",
+        "--num_last_checkpoints=2",
+        f"--averaged_dir={target}",
+    )
+    # The refusals in process: the real process's start-up is the one above.
+    missing = run_in_process("t2t-avg-checkpoints", f"--output_dir={tmp_path / 'nowhere'}")
+    same = run_in_process(
+        "t2t-avg-checkpoints", f"--output_dir={training}", f"--averaged_dir={training}"
     )
     assert success.returncode == 0, success.stderr
     assert f"{training / 'ckpt-150'}\n" in success.stdout
