@@ -69,21 +69,15 @@ if _MADE_XLA_CACHE:
     os.environ[_XLA_CACHE] = tempfile.mkdtemp(prefix="t2t_keras_test_xla_")
 _add_flag("TF_XLA_FLAGS", f"--tf_xla_persistent_cache_directory={os.environ[_XLA_CACHE]}")
 
-
 # Every process the run starts (the workers, and the binaries, servers and
 # scripts tests start) allocates through tcmalloc where it is installed (Debian's
 # libtcmalloc-minimal4; .ci/run installs it): tracing and compiling allocate and
 # free millions of small blocks, which glibc's malloc serves slower and returns
 # to the system only to fault back in. 1,031 tests, 2 cores: 5:49 of pytest
 # against 6:57 and 7:04, 11 min 0 s of CPU against 13 min 6 s.
-def _preload(library: str) -> None:
-    found = ctypes.util.find_library(library)
-    if found and "LD_PRELOAD" not in os.environ:
-        os.environ["LD_PRELOAD"] = found
-
-
-if _MADE_XLA_CACHE:
-    _preload("tcmalloc_minimal")
+# The workers inherit it from the controller, which alone looks it up.
+if _MADE_XLA_CACHE and (_TCMALLOC := ctypes.util.find_library("tcmalloc_minimal")):
+    os.environ.setdefault("LD_PRELOAD", _TCMALLOC)
 
 # XLA's compiled code unoptimized by LLVM: a run's compilations take about a third
 # of its CPU time at full optimization, and the tests' tiny shapes run as fast
