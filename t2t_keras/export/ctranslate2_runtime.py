@@ -8,8 +8,13 @@ search settings mean what they mean in `t2t_keras.search.beam`:
   - beam_size, min_length: the same.
   - the longest output, input length + extra_length tokens before EOS (never
     more than max_length - 1): CTranslate2 has one length limit per call, so
-    a batch is decoded in one call per limit among its sentences, and an
-    output that reaches its limit ends there (we add the EOS ours forces there).
+    a batch is decoded in one call under its longest sentence's limit. Up to
+    a sentence's own limit L the search is the same under any longer one; a
+    sentence is searched again under L only when one of its hypotheses
+    reached L tokens (EOS counted), the one case where a longer limit can
+    change its result: a trained model's outputs rarely do, so a batch is
+    one call. An output that reaches its limit ends there (we add the EOS
+    ours forces there).
   - PAD is never produced (`suppress_sequences`).
   - the length penalty and stopping: both beam searches keep the best
     beams by log-probability alone, take EOS extensions from the first
@@ -29,8 +34,9 @@ follow the TensorFlow runtime's distribution but are others. It starts from
 generator once), so the first `translate` of a CTranslate2Translator, such
 as t2t-decoder's of a file, draws the same samples for the same inputs,
 settings and seed; later calls go on drawing. A sentence's samples also
-depend on the batch it is drawn in (batch_size, its neighbours), not only on
-the seed and its line as the TensorFlow runtime's.
+depend on the batch it is drawn in (batch_size, its neighbours, and whether
+one of them is sampled again under its own limit), not only on the seed and
+its line as the TensorFlow runtime's.
 
 Scores are the TensorFlow runtime's: the log-probability over our penalty.
 Residual differences: CTranslate2 renormalizes the probabilities after
@@ -56,7 +62,7 @@ from t2t_keras.export.ctranslate2_spec import PAD_PIECE, vocabulary_pieces
 from t2t_keras.models.transformer_hparams import TransformerHParams
 from t2t_keras.run.loading import load_vocabs
 from t2t_keras.search.settings import DecodeSettings, SearchSettings
-from t2t_keras.serving.translator import SentenceTranslator, Translation
+from t2t_keras.serving.translator import PendingBatch, SentenceTranslator, Translation
 
 # CTranslate2's length_penalty: at 0 it stops as soon as its top beam has
 # finished, whatever else is alive; any other value stops at beam_size
@@ -65,6 +71,35 @@ _NEARLY_ZERO = 1e-9
 # CTranslate2's compute types: "default" keeps the type the weights were
 # exported in, "auto" picks the fastest; the others as `QUANTIZATIONS`.
 COMPUTE_TYPES = ("default", "auto", *QUANTIZATIONS)
+
+
+class _CTranslate2Batch(PendingBatch):
+    """A batch in CTranslate2's worker: its search under the longest limit, then (in
+    result()) again for the few sentences that limit could change."""
+
+    def __init__(
+        self,
+        translator: CTranslate2Translator,
+        sources: list[list[str]],
+        limits: list[int],
+        results: list[Any],
+    ) -> None:
+        self._translator, self._sources, self._limits = translator, sources, limits
+        self._pending = results
+        self._results: list[Any] | None = None
+
+    def done(self) -> bool:
+        return self._results is not None or all(result.done() for result in self._pending)
+
+    def wait(self) -> None:
+        if self._results is None:
+            self._results = [result.result() for result in self._pending]
+
+    def result(self) -> list[Translation]:
+        self.wait()
+        assert self._results is not None
+        held = self._translator._held(self._sources, self._limits, self._results)
+        return [self._translator._translation(result) for result in held]
 
 
 class CTranslate2Translator(SentenceTranslator):
@@ -132,28 +167,24 @@ class CTranslate2Translator(SentenceTranslator):
         return super().translate(sentences, report, first)
 
     def _decode_batch(self, rows: list[list[int]], chunk: list[int]) -> list[Translation]:
-        """As every runtime's: one `translate_batch` call per output length limit in chunk.
+        """As every runtime's: one `translate_batch` call, each sentence held to its own limit."""
+        return self.submit_batch([rows[index] for index in chunk]).result()
 
-        CTranslate2 takes one limit a call, and a chunk of the longest-first
-        order may span several: each sentence is decoded under its own, never
-        under a longer neighbour's.
-        """
-        by_limit: dict[int, list[int]] = {}
-        for index in chunk:
-            by_limit.setdefault(self._limit(rows[index]), []).append(index)
-        translations: dict[int, Translation] = {}
-        for limit, indices in by_limit.items():
-            results = self._decode_limited(rows, indices, limit)
-            translations.update(zip(indices, results, strict=True))
-        return [translations[index] for index in chunk]
+    def submit_batch(self, rows: list[list[int]]) -> PendingBatch:
+        """Starts searching rows in CTranslate2's worker; its result() waits for them."""
+        sources = [[self._source_pieces[token] for token in row] for row in rows]
+        limits = [self._limit(row) for row in rows]
+        return _CTranslate2Batch(self, sources, limits, self._search(sources, max(limits), True))
 
-    def _decode_limited(
-        self, rows: list[list[int]], indices: list[int], limit: int
-    ) -> list[Translation]:
-        """The translations of rows[i] for i in indices, each of at most `limit` tokens before EOS."""
+    def _search(
+        self, sources: list[list[str]], limit: int, asynchronous: bool = False
+    ) -> list[Any]:
+        """`translate_batch`'s results of the sources, each of at most `limit` tokens before
+        EOS (results to wait for, if asynchronous)."""
         search = self.settings.search
-        results = self.translator.translate_batch(
-            [[self._source_pieces[token] for token in rows[i]] for i in indices],
+        return self.translator.translate_batch(
+            sources,
+            asynchronous=asynchronous,
             **_search_options(search),
             length_penalty=_NEARLY_ZERO,
             # CTranslate2 counts every token it generates, EOS included, and stops a
@@ -165,7 +196,33 @@ class CTranslate2Translator(SentenceTranslator):
             return_end_token=True,
             suppress_sequences=[[PAD_PIECE]],
         )
-        return [self._translation(result) for result in results]
+
+    def _held(self, sources: list[list[str]], limits: list[int], results: list[Any]) -> list[Any]:
+        """The results searched under max(limits), each sentence's as under its own limit.
+
+        A search runs the same steps under any limit up to the step that reaches
+        the shorter one. So a sentence all of whose hypotheses ended before its
+        own limit L has the result it would have under L; one whose hypothesis
+        reached L tokens (EOS counted; at the last step CTranslate2 ends every
+        beam) is searched again, with the others that did, under the longest of
+        their limits, and so on.
+        """
+        longest = max(limits)
+        again = [
+            at
+            for at, (result, limit) in enumerate(zip(results, limits, strict=True))
+            if limit < longest and max(map(len, result.hypotheses), default=0) >= limit
+        ]
+        if not again:
+            return results
+        sources_again, limits_again = [sources[at] for at in again], [limits[at] for at in again]
+        searched = self._search(sources_again, max(limits_again))
+        held = list(results)
+        for at, result in zip(
+            again, self._held(sources_again, limits_again, searched), strict=True
+        ):
+            held[at] = result
+        return held
 
     def _translation(self, result: Any) -> Translation:
         """The hypotheses of one sentence, ranked by our length penalty; the best or all."""

@@ -74,6 +74,36 @@ class Translation:
         return "\t".join(fields)
 
 
+class PendingBatch(abc.ABC):
+    """A batch of sentences a runtime is translating (`SentenceTranslator.submit_batch`)."""
+
+    @abc.abstractmethod
+    def done(self) -> bool:
+        """Whether wait() would return at once."""
+
+    @abc.abstractmethod
+    def wait(self) -> None:
+        """Returns once the runtime has searched the batch (the GIL released meanwhile)."""
+
+    @abc.abstractmethod
+    def result(self) -> list[Translation]:
+        """The batch's translations, in its order (waits first)."""
+
+
+class _DoneBatch(PendingBatch):
+    def __init__(self, translations: list[Translation]) -> None:
+        self._translations = translations
+
+    def done(self) -> bool:
+        return True
+
+    def wait(self) -> None:
+        pass
+
+    def result(self) -> list[Translation]:
+        return self._translations
+
+
 class SentenceTranslator(abc.ABC):
     """Translates lists of sentences with some runtime; the runtime decodes batches of id rows.
 
@@ -164,11 +194,23 @@ class SentenceTranslator(abc.ABC):
     ) -> Iterator[list[tuple[int, Translation]]]:
         """(index, translation) of rows[i] for each i in `order` (longest first), in
         groups as they are done: batches of batch_size sentences, in that order (rows[i]
-        is sentence number first + i)."""
+        is sentence number first + i). The next batch is submitted before the last one's
+        results are read, so a runtime that searches in a worker of its own is kept busy."""
         size = self.settings.batch_size
-        for first in range(0, len(order), size):
-            chunk = order[first : first + size]
-            yield list(zip(chunk, self._decode_batch(rows, chunk), strict=True))
+        pending: list[tuple[list[int], PendingBatch]] = []
+        for start in range(0, len(order), size):
+            chunk = order[start : start + size]
+            pending.append((chunk, self.submit_batch([rows[i] for i in chunk])))
+            if len(pending) == 2:
+                chunk, batch = pending.pop(0)
+                yield list(zip(chunk, batch.result(), strict=True))
+        for chunk, batch in pending:
+            yield list(zip(chunk, batch.result(), strict=True))
+
+    def submit_batch(self, rows: list[list[int]]) -> PendingBatch:
+        """Starts translating rows (input ids ending with EOS); a runtime with no worker of
+        its own translates them here, at once."""
+        return _DoneBatch(self._decode_batch(rows, list(range(len(rows)))))
 
     def _decode_batch(self, rows: list[list[int]], chunk: list[int]) -> list[Translation]:
         """The translations of rows[i] for i in chunk, in chunk's order."""

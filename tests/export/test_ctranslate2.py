@@ -305,6 +305,34 @@ def test_heads_narrower_than_d_model_over_heads_export(
     check_teacher_forced(narrow, export_dir, examples[:4])
 
 
+class CallSizes:
+    """Stands in front of a real `ctranslate2.Translator`: the number of sentences of each
+    `translate_batch` call, which it passes on."""
+
+    def __init__(self, translator: CTranslate2Translator) -> None:
+        self.translator, self.sizes = translator.translator, []
+        translator.translator = self
+
+    def translate_batch(self, sources: list[list[str]], **options: object) -> object:
+        self.sizes.append(len(sources))
+        return self.translator.translate_batch(sources, **options)
+
+
+def test_a_batch_is_one_call_each_sentence_under_its_own_limit(
+    export_dir: str, examples: list[tuple[str, str]]
+) -> None:
+    # The trained model's outputs end well before input length + extra_length, so no
+    # sentence is searched again: each batch_size chunk is one call.
+    sources = [source for source, _ in examples]
+    defaults = search_defaults(read_info(export_dir))
+    for batch_size, sizes in ((64, [SENTENCES]), (16, [16, 16, 16, SENTENCES - 48])):
+        settings = DecodeHParams(batch_size=batch_size).resolve(defaults)
+        translator = CTranslate2Translator(export_dir, settings)
+        calls = CallSizes(translator)
+        assert all(t.text for t in translator.translate(sources))
+        assert calls.sizes == sizes
+
+
 def test_each_sentence_stops_at_its_own_length_limit(
     trained: TrainedModel, examples: list[tuple[str, str]], tmp_path: Path
 ) -> None:
@@ -328,6 +356,16 @@ def test_each_sentence_stops_at_its_own_length_limit(
     assert all(n <= limit for n, limit in zip(lengths, limits, strict=True)), (lengths, limits)
     assert sum(n == limit for n, limit in zip(lengths, limits, strict=True)) > 0.9 * len(limits)
     assert [t.ids for t in theirs] == [t.ids for t in ours]
+    # One call under the longest limit, then again for those that reached a shorter
+    # one of their own, fewer each time, until each has had its own.
+    settings = DecodeHParams(extra_length=2, beam_size=1).resolve(
+        search_defaults(read_info(export_dir))
+    )
+    again = CTranslate2Translator(export_dir, settings)
+    calls = CallSizes(again)
+    assert [t.ids for t in again.translate(sources)] == [t.ids for t in ours]
+    assert calls.sizes[0] == len(sources) and calls.sizes == sorted(calls.sizes, reverse=True)
+    assert 1 < len(calls.sizes) <= len(set(limits)), calls.sizes
     defaults = search_defaults(read_info(export_dir))
     for given in ("beam_size=4,return_beams=true", "sampling=true,samples_per_input=2"):
         settings = DecodeHParams(extra_length=2).override(given).resolve(defaults)
