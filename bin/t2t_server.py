@@ -85,13 +85,13 @@ def main() -> int:
     runtimes.check_flags()
     widths = _widths()
     token = _token()
-    from t2t_keras.server import serve
+    from t2t_keras.server import listener, serve
     from t2t_keras.server.api import Limits
     from t2t_keras.server.app import ServerState
 
     translator, run, checkpoint = _translator()
     problem = trained_model.registered_problem(run)
-    listening = serve.bind(FLAGS.host, FLAGS.port)
+    listening = listener.bind(FLAGS.host, FLAGS.port)
     host, port = listening.getsockname()[:2]
     search = translator.settings.search
     engine = serve.make_engine(translator, problem, widths, FLAGS.max_queue_sentences)

@@ -8,11 +8,13 @@ Importable from every test module: pyproject.toml puts tests/ on the path.
 
 from __future__ import annotations
 
+import collections
 import http.client
 import json
 import re
 import signal
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -106,3 +108,63 @@ class Server:
             raise AssertionError(
                 f"no exit {seconds} s after SIGTERM; log:\n{self.log_text()}"
             ) from None
+
+
+def sigterm_under_load(
+    server: Server, inputs: list[str], outputs: list[str], clients: int = 16, after: float = 1.0
+) -> collections.Counter[str]:
+    """Clients send `inputs` to /v1/translate again and again, half on kept-alive
+    connections and half on a new one a request, and SIGTERM comes `after` seconds in.
+
+    Returns:
+      How many requests ended each way: "200" (with `outputs`), "503" (with
+      Retry-After and Connection: close), "refused" (the connection was never
+      taken), or else what went wrong ("reset", a cut answer, another status).
+      The server's exit status is asserted to be 0.
+    """
+    outcomes: collections.Counter[str] = collections.Counter()
+    body = json.dumps({"inputs": inputs}).encode()
+    headers = {"Content-Type": "application/json"}
+    if server.token:
+        headers["Authorization"] = f"Bearer {server.token}"
+    deadline = time.monotonic() + after + 60
+
+    def outcome(connection: http.client.HTTPConnection) -> str:
+        try:
+            connection.request("POST", "/v1/translate", body, headers)
+            response = connection.getresponse()
+            answer = response.read()
+        except ConnectionRefusedError:
+            return "refused"
+        except (ConnectionResetError, BrokenPipeError):  # RemoteDisconnected too.
+            return "reset"
+        except (OSError, http.client.HTTPException) as error:
+            return f"cut: {error!r}"
+        if response.status == 503:
+            closes = response.getheader("Connection", "").lower() == "close"
+            return "503" if closes and response.getheader("Retry-After") else "503 kept open"
+        if response.status == 200 and json.loads(answer)["outputs"] == outputs:
+            return "200"
+        return f"{response.status}: {answer[:200]!r}"
+
+    def client(kept_alive: bool) -> None:
+        connection = server.connection()
+        while time.monotonic() < deadline:
+            if not kept_alive:
+                connection.close()
+                connection = server.connection()
+            found = outcome(connection)
+            outcomes[found] += 1
+            if found not in ("200", "503"):
+                break
+        connection.close()
+
+    threads = [threading.Thread(target=client, args=(i % 2 == 0,)) for i in range(clients)]
+    for thread in threads:
+        thread.start()
+    time.sleep(after)
+    status = server.stop(seconds=60)
+    for thread in threads:
+        thread.join(max(deadline - time.monotonic(), 1))
+    assert status == 0, f"exit status {status}; log:\n{server.log_text()}"
+    return outcomes

@@ -19,9 +19,11 @@ from importlib import resources
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from t2t_keras.server import api
 from t2t_keras.server.metrics import Metrics
@@ -88,7 +90,24 @@ def make_app(state: ServerState) -> Starlette:
         Route("/v1/translate", translate, methods=["POST"]),
         Route("/v1/models/{rest:path}", models, methods=["GET", "POST"]),
     ]
-    return Starlette(routes=routes)
+    return Starlette(routes=routes, middleware=[Middleware(_CloseWhileDraining, state=state)])
+
+
+class _CloseWhileDraining:
+    """ASGI middleware: once the server drains, every response says `Connection: close`,
+    so a client's next request opens a connection the draining server no longer takes."""
+
+    def __init__(self, app: ASGIApp, state: ServerState) -> None:
+        self.app, self.state = app, state
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async def send_closing(message: Message) -> None:
+            if message["type"] == "http.response.start" and self.state.draining:
+                headers = [*message.get("headers", []), (b"connection", b"close")]
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, send_closing)
 
 
 async def _answer(request: Request, state: ServerState, metrics: Metrics, route: str) -> Response:
