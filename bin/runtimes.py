@@ -22,7 +22,12 @@ if TYPE_CHECKING:
     from t2t_keras.serving.translator import SentenceTranslator, Translator
 
 FLAGS = flags.FLAGS
-CTRANSLATE2_FLAGS = ("ctranslate2_dir", "ctranslate2_threads", "ctranslate2_compute_type")
+CTRANSLATE2_FLAGS = (
+    "ctranslate2_dir",
+    "ctranslate2_threads",
+    "ctranslate2_workers",
+    "ctranslate2_compute_type",
+)
 
 
 def define_flags() -> None:
@@ -42,7 +47,16 @@ def define_flags() -> None:
     flags.DEFINE_integer(
         "ctranslate2_threads",
         0,
-        "With --runtime=ctranslate2: CPU threads (0: CTranslate2's choice).",
+        "With --runtime=ctranslate2: CPU threads of one batch (CTranslate2's intra_threads; "
+        "0: the cores over --ctranslate2_workers).",
+        lower_bound=0,
+    )
+    flags.DEFINE_integer(
+        "ctranslate2_workers",
+        0,
+        "With --runtime=ctranslate2: batches searched at once, each with threads of its own "
+        "(CTranslate2's inter_threads; 0: the cores over --ctranslate2_threads, one when "
+        "sampling, so that a seed draws the same samples).",
         lower_bound=0,
     )
     flags.DEFINE_string(
@@ -88,7 +102,8 @@ def ctranslate2_translator(
 ) -> tuple[SentenceTranslator, dict[str, Any], str]:
     """The CTranslate2 runtime, the run files its export records, and its timestamp file."""
     from t2t_keras.export.ctranslate2_export import import_ctranslate2, search_defaults
-    from t2t_keras.export.ctranslate2_runtime import CTranslate2Translator
+    from t2t_keras.export.ctranslate2_runtime import CTranslate2Translator, thread_layout
+    from t2t_keras.machine import usable_cores
 
     import_ctranslate2()
     model_dir = FLAGS.ctranslate2_dir
@@ -101,11 +116,15 @@ def ctranslate2_translator(
             )
         model_dir = os.path.join(os.path.expanduser(FLAGS.output_dir), "ctranslate2")
     info = trained_model.load_export(model_dir)
-    translator = CTranslate2Translator(
-        model_dir,
-        settings.resolve(search_defaults(info)),
+    resolved = settings.resolve(search_defaults(info))
+    threads, workers = thread_layout(
         FLAGS.ctranslate2_threads,
-        FLAGS.ctranslate2_compute_type,
+        FLAGS.ctranslate2_workers,
+        resolved.search.sampling,
+        usable_cores(),
+    )
+    translator = CTranslate2Translator(
+        model_dir, resolved, threads, FLAGS.ctranslate2_compute_type, workers
     )
     if settings.tree_constraint and trained_model.tree_tokens(info["run"], translator.vocabs):
         logging.warning(
@@ -114,10 +133,13 @@ def ctranslate2_translator(
             "the input's words are repaired by the rules of t2t_keras/data/tree_repair.py."
         )
     logging.info(
-        "Decoding with the CTranslate2 export %s of %s (%s).",
+        "Decoding with the CTranslate2 export %s of %s (%s; %d batch(es) at once, %d "
+        "thread(s) each).",
         model_dir,
         info["checkpoint"],
         described(translator.settings.search),
+        workers,
+        threads,
     )
     checkpoint_index = f"{info['checkpoint']}.index"
     stamp = checkpoint_index if os.path.exists(checkpoint_index) else model_dir

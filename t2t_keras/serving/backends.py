@@ -10,12 +10,14 @@ the two passes of a file's search, with the same result.
 
 `BatchBackend` decodes what waits in batches, as that runtime's users would
 call it (a CTranslate2 translator's `translate_batch`), each sentence held
-to its own length limit by the runtime's own batching.
+to its own length limit by the runtime, the next batch submitted as soon as
+the runtime's worker finishes one.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Hashable, Iterable, Sequence
 
 import numpy as np
@@ -23,7 +25,12 @@ import numpy as np
 from t2t_keras.search.slot_parts import SlotParts
 from t2t_keras.search.slots import first_positions
 from t2t_keras.serving.engine import Backend, Inbox, Waiting
-from t2t_keras.serving.translator import SentenceTranslator, Translation, Translator
+from t2t_keras.serving.translator import (
+    PendingBatch,
+    SentenceTranslator,
+    Translation,
+    Translator,
+)
 
 
 @dataclasses.dataclass
@@ -238,16 +245,28 @@ class SlotBackend(Backend):
 
 
 class BatchBackend(Backend):
-    """Any runtime's batches (`SentenceTranslator._decode_batch`), a batch a round.
+    """Any runtime's batches (`SentenceTranslator.submit_batch`), searched in its own
+    workers while the next ones form.
+
+    A round waits until a batch in the runtime's workers is done (or one is free),
+    submits what waits to every free worker at once (up to batch_size a batch,
+    round-robin across requests), and only then reads the finished batches' outputs:
+    no worker is idle while sentences wait. When every worker is idle, the first
+    sentence to arrive waits up to `window` seconds for others (clients answered
+    together send again together), as TensorFlow Serving's batching waits up to its
+    batch_timeout_micros.
 
     Args:
-      translator: the runtime; its settings' batch_size is the batch.
+      translator: the runtime; its settings' batch_size is the batch, its `workers`
+        the batches searched at once.
+      window: the longest wait for a batch to fill when the workers are idle, in seconds.
     """
 
-    def __init__(self, translator: SentenceTranslator) -> None:
+    def __init__(self, translator: SentenceTranslator, window: float = 0.005) -> None:
         self.translator = translator
-        self.slots = translator.settings.batch_size
-        self._waiting: list[Waiting] = []
+        self.slots = translator.settings.batch_size * translator.workers
+        self.window = window
+        self._searching: list[tuple[list[int], PendingBatch]] = []  # numbers, batch
 
     def start(self) -> None:
         # Loads the runtime's kernels; translate() starts its sampling from the seed.
@@ -255,16 +274,50 @@ class BatchBackend(Backend):
         self.translator.translate([])
 
     def busy(self) -> int:
-        return 0
+        return sum(len(numbers) for numbers, _ in self._searching)
 
     def compilations(self) -> int:
         return 0
 
     def round(self, inbox: Inbox) -> list[tuple[int, Translation]]:
-        """The next batch_size waiting sentences, in batches of one length limit each."""
-        taken = [sentence for _, sentence in inbox.take(0, self.slots)]
-        rows = [sentence.row for sentence in taken]
-        groups = self.translator._translations(rows, list(range(len(rows))))
-        return [
-            (taken[index].number, translation) for group in groups for index, translation in group
-        ]
+        """The batches the workers finished, read after the next ones are submitted."""
+        if not self._searching:
+            self._gather(inbox)
+        else:
+            self._wait_for_one(inbox)
+        finished = [searched for searched in self._searching if searched[1].done()]
+        self._searching = [searched for searched in self._searching if searched not in finished]
+        while len(self._searching) < self.translator.workers:
+            taken = [sentence for _, sentence in inbox.take(0, self.translator.settings.batch_size)]
+            if not taken:
+                break
+            batch = self.translator.submit_batch([sentence.row for sentence in taken])
+            self._searching.append(([sentence.number for sentence in taken], batch))
+        try:
+            return [
+                (number, translation)
+                for numbers, batch in finished
+                for number, translation in zip(numbers, batch.result(), strict=True)
+            ]
+        except Exception:
+            self._searching = []  # Their sentences fail with the others' (`Engine._fail_all`).
+            raise
+
+    def _wait_for_one(self, inbox: Inbox) -> None:
+        """Returns once a batch is done, or a sentence waits for a free worker: waits on
+        a lone worker's batch, else polls."""
+        free = len(self._searching) < self.translator.workers
+        if len(self._searching) == 1 and not free:
+            self._searching[0][1].wait()
+            return
+        while not any(batch.done() for _, batch in self._searching):
+            if free and inbox.waiting(0):
+                return
+            time.sleep(0.001)
+
+    def _gather(self, inbox: Inbox) -> None:
+        """Waits up to `window` seconds for a whole batch to wait in the queue."""
+        deadline = time.monotonic() + self.window
+        batch_size = self.translator.settings.batch_size
+        while inbox.waiting(0) < batch_size and time.monotonic() < deadline:
+            time.sleep(self.window / 10)

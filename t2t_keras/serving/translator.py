@@ -111,11 +111,13 @@ class SentenceTranslator(abc.ABC):
       settings: the resolved decoding settings (`DecodeHParams.resolve`).
       vocabs: {"inputs": Vocabulary, "targets": Vocabulary}.
       max_length: the model's longest input in tokens, EOS included.
+      workers: the batches it searches at once (`submit_batch`).
     """
 
     settings: DecodeSettings
     vocabs: dict[str, Vocabulary]
     max_length: int
+    workers: int = 1
 
     def encode(self, sentences: Sequence[str]) -> tuple[list[list[int]], int]:
         """Each sentence's ids ending with EOS, and how many were cut.
@@ -194,14 +196,14 @@ class SentenceTranslator(abc.ABC):
     ) -> Iterator[list[tuple[int, Translation]]]:
         """(index, translation) of rows[i] for each i in `order` (longest first), in
         groups as they are done: batches of batch_size sentences, in that order (rows[i]
-        is sentence number first + i). The next batch is submitted before the last one's
-        results are read, so a runtime that searches in a worker of its own is kept busy."""
+        is sentence number first + i). The next batches are submitted before the last one's
+        results are read, so a runtime that searches in workers of its own keeps them busy."""
         size = self.settings.batch_size
         pending: list[tuple[list[int], PendingBatch]] = []
         for start in range(0, len(order), size):
             chunk = order[start : start + size]
             pending.append((chunk, self.submit_batch([rows[i] for i in chunk])))
-            if len(pending) == 2:
+            if len(pending) > self.workers:
                 chunk, batch = pending.pop(0)
                 yield list(zip(chunk, batch.result(), strict=True))
         for chunk, batch in pending:

@@ -16,7 +16,8 @@ import pytest
 from server_process import Server
 
 from t2t_keras.export.ctranslate2_export import export_ctranslate2, read_info, search_defaults
-from t2t_keras.export.ctranslate2_runtime import CTranslate2Translator
+from t2t_keras.export.ctranslate2_runtime import CTranslate2Translator, thread_layout
+from t2t_keras.machine import usable_cores
 from t2t_keras.run.loading import load_trained
 from t2t_keras.search.settings import DecodeHParams
 
@@ -71,7 +72,6 @@ def ctranslate2_decoder(ctranslate2_dir: Path) -> CTranslate2Translator:
     """The translator of t2t-decoder --runtime=ctranslate2 given the server's flags,
     built as bin/runtimes.py's `ctranslate2_translator` builds it."""
     settings = DecodeHParams().override(CTRANSLATE2_DECODE)
-    defaults = search_defaults(read_info(str(ctranslate2_dir)))
-    return CTranslate2Translator(
-        str(ctranslate2_dir), settings.resolve(defaults), CTRANSLATE2_THREADS
-    )
+    resolved = settings.resolve(search_defaults(read_info(str(ctranslate2_dir))))
+    threads, workers = thread_layout(CTRANSLATE2_THREADS, 0, False, usable_cores())
+    return CTranslate2Translator(str(ctranslate2_dir), resolved, threads, workers=workers)

@@ -12,16 +12,20 @@ from __future__ import annotations
 import concurrent.futures
 import itertools
 import threading
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 from server_process import Server
 
 from t2t_keras import registry
-from t2t_keras.export.ctranslate2_runtime import CTranslate2Translator
+from t2t_keras.export.ctranslate2_runtime import CTranslate2Translator, thread_layout
 from t2t_keras.problems.number_words import english
+from t2t_keras.serving.backends import BatchBackend
+from t2t_keras.serving.engine import Engine
 from t2t_keras.serving.file_decoding import translate_lines
-from t2t_keras.serving.translator import Translation
+from t2t_keras.serving.translator import PendingBatch, Translation
 
 # Requests of 1, 10, 1 and 12 lines, the third the blank line; numbers of one to
 # seven words, so that their sentences fall under several output length limits.
@@ -74,3 +78,51 @@ def test_concurrent_requests_get_the_decoders_texts_and_scores(
     assert status == 200, answer
     rows = answer["predictions"]
     assert_decoded([row["outputs"] for row in rows], [row["scores"] for row in rows], expected[-5:])
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_the_next_batches_are_submitted_before_the_last_one_is_read(
+    ctranslate2_dir: Path, ctranslate2_decoder: CTranslate2Translator, workers: int
+) -> None:
+    """With sentences waiting, the engine keeps every CTranslate2 worker searching a full
+    batch: it submits the next one before it reads the last one's outputs. The replies
+    are the decoder's."""
+    translator = CTranslate2Translator(
+        str(ctranslate2_dir), ctranslate2_decoder.settings, threads=1, workers=workers
+    )
+    events: list[str] = []
+    submit = translator.submit_batch
+
+    def submit_batch(rows: list[list[int]]) -> PendingBatch:
+        batch, number = submit(rows), sum(event.startswith("submit") for event in events)
+        events.append(f"submit {len(rows)}")
+        read = batch.result
+        batch.result = lambda: events.append(f"read {number}") or read()  # type: ignore[method-assign]
+        return batch
+
+    translator.submit_batch = submit_batch  # type: ignore[method-assign]
+    engine = Engine(translator, BatchBackend(translator))
+    texts = [english(n * 7 + 2) for n in NUMBERS]  # 10: batches of 4, 4 and 2.
+    requests = [engine.submit(texts[:3]), engine.submit(texts[3:])]  # Waiting before the start.
+    engine.start()
+    replies = [request.future.result(timeout=60) for request in requests]
+    engine.stop(timeout=30)
+    assert [outputs[0] for reply in replies for outputs in reply.outputs] == [
+        t.text for t in ctranslate2_decoder.translate(texts)
+    ]
+    # After the start's warm-up batch of one sentence, read at once:
+    assert events[:2] == ["submit 1", "read 0"]
+    if workers == 1:
+        assert events[2:] == ["submit 4", "submit 4", "read 1", "submit 2", "read 2", "read 3"]
+    else:  # Both workers start at once; the first one free takes the third batch.
+        assert events[2:5] == ["submit 4", "submit 4", "submit 2"]
+        assert sorted(events[5:]) == ["read 1", "read 2", "read 3"]
+
+
+def test_unset_threads_and_workers_give_each_core_a_batch() -> None:
+    assert thread_layout(0, 0, sampling=False, cores=2) == (1, 2)
+    assert thread_layout(0, 0, sampling=True, cores=2) == (2, 1)  # One draw order.
+    assert thread_layout(2, 0, sampling=False, cores=8) == (2, 4)
+    assert thread_layout(0, 3, sampling=False, cores=8) == (2, 3)
+    assert thread_layout(4, 4, sampling=False, cores=2) == (4, 4)  # As given.
+    assert thread_layout(0, 0, sampling=False, cores=1) == (1, 1)
