@@ -1,8 +1,11 @@
 r"""Decoding real text as users do: t2t-decoder, the SavedModel and CTranslate2, side by side.
 
 Exports --trained_dir and decodes --source with each runtime, a process
-each, in alternating rounds; then profiles a t2t-decoder process and times
-lines typed into it. Method and figures: docs/benchmarks.md#decoding-real-text.
+each, in alternating rounds: t2t-decoder (our search, and --runtime=ctranslate2
+on the float32 and int8 exports), a SavedModel client, and CTranslate2 called
+as a careful user calls it on the float32 export (`ctranslate2_peer.py`), the
+anchor of the ratios; then profiles a t2t-decoder process and times lines
+typed into it. Method and figures: docs/benchmarks.md#decoding-real-text.
 
     .venv/bin/python benchmarks/decode_files.py --trained_dir=TRAIN/averaged --rounds=3
 
@@ -16,6 +19,7 @@ import time
 STARTED = time.monotonic()  # Before the imports: the profile's start-up includes them.
 
 import json  # noqa: E402
+import os  # noqa: E402
 import shutil  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
@@ -37,11 +41,16 @@ from trained_model import (  # noqa: E402
     xla_cache_environment,
 )
 
-RUNTIMES = ("tensorflow", *EXPORTS)
+# The careful translate_batch loop on the float32 export: the ratios' anchor; and the
+# same with a CTranslate2 worker a core, every chunk submitted at once.
+LOOP, PARALLEL_LOOP = "ctranslate2 loop", "ctranslate2 parallel loop"
+RUNTIMES = ("tensorflow", *EXPORTS, LOOP, PARALLEL_LOOP)
+PEER = str(Path(__file__).with_name("ctranslate2_peer.py"))
 
 flags.DEFINE_string("trained_dir", None, "The training directory (or averaged/) to decode with.")
 flags.DEFINE_string("source", TEST_SOURCE, "Raw source, one a line.")
 flags.DEFINE_string("reference", TEST_REFERENCE, "Its raw references.")
+flags.DEFINE_list("runtimes", list(RUNTIMES), f"The runtimes, of {', '.join(RUNTIMES)}.")
 flags.DEFINE_integer("rounds", 3, "Rounds; each decodes the file once with every runtime.")
 flags.DEFINE_integer("short_lines", 10, "Lines of the short file (latency of a small job).")
 flags.DEFINE_integer("batch_size", 32, "SavedModel client: sentences per request.")
@@ -70,15 +79,15 @@ print(f"Decoded {len(lines)}/{len(lines)} sentences ({rate:.1f} sentences/s).", 
 """
 # The machine's fields (`machine_facts`), measured once in main and added to every line.
 MACHINE: dict[str, Any] = {}
-# The table: title, results' key, the median's format ("x": of per-round ratios to CT2 fp32).
+# The table: title, results' key, the median's format ("x": of per-round ratios to LOOP).
 COLUMNS = (
     ("sentences/s, decoding", "decoding_sentences_per_s", ".1f"),
-    ("decoding / CT2 fp32", "decoding_sentences_per_s", "x"),
+    ("decoding / CT2 loop", "decoding_sentences_per_s", "x"),
     ("wall, whole file (s)", "wall_seconds", ".2f"),
     ("wall, short file (s)", "short_wall_seconds", ".2f"),
     ("BLEU", "bleu", ".2f"),
-    ("wall / CT2 fp32", "wall_seconds", "x"),
-    ("short wall / CT2 fp32", "short_wall_seconds", "x"),
+    ("wall / CT2 loop", "wall_seconds", "x"),
+    ("short wall / CT2 loop", "short_wall_seconds", "x"),
 )
 
 
@@ -101,6 +110,13 @@ def runtime_command(
     if runtime == "saved_model":
         model = dirs["saved_model"]
         return [sys.executable, "-c", SERVING_CLIENT, model, source, output, str(FLAGS.batch_size)]
+    if runtime in (LOOP, PARALLEL_LOOP):
+        loop = [sys.executable, PEER, "translate", dirs["ctranslate2 float32"], source, output]
+        return (
+            [*loop, f"--workers={len(os.sched_getaffinity(0))}"]
+            if runtime == PARALLEL_LOOP
+            else loop
+        )
     return [*decoder, "--runtime=ctranslate2", f"--ctranslate2_dir={dirs[runtime]}"]
 
 
@@ -140,7 +156,7 @@ def one_round(
 
     sentences, references = len(source_lines(FLAGS.source)), source_lines(FLAGS.reference)
     results = []
-    for runtime in round_order(RUNTIMES, round_index):
+    for runtime in round_order(FLAGS.runtimes, round_index):
         name = runtime.replace(" ", "_")
         output, short_output = (str(work_dir / f"{name}{part}.out") for part in ("", ".short"))
         env = xla_cache_environment(caches[runtime] if runtime == "saved_model" else "")
@@ -239,7 +255,7 @@ def runtime_row(runtime: str, results: list[dict[str, Any]]) -> list[str]:
     for _, key, form in COLUMNS:
         if form == "x":
             per_round = [{name: r[key] for name, r in found.items()} for found in rounds.values()]
-            cells.append(f"{median_ratio(per_round, runtime, 'ctranslate2 float32'):.2f}x")
+            cells.append(f"{median_ratio(per_round, runtime, LOOP):.2f}x")
         else:
             cells.append(f"{statistics.median(r[key] for r in mine):{form}}")
     first = min(mine, key=lambda r: r["round"])
@@ -251,7 +267,7 @@ def tables(
 ) -> str:
     """The runtimes' medians and ratios; the profiles (seconds) and typed-line latencies."""
     header = ["runtime", *(title for title, _, _ in COLUMNS), "round 1 wall, whole / short (s)"]
-    rows = [markdown_table(header, [runtime_row(runtime, results) for runtime in RUNTIMES])]
+    rows = [markdown_table(header, [runtime_row(runtime, results) for runtime in FLAGS.runtimes])]
     for title, entries in (("t2t-decoder's profiles", profiles), ("Typed lines", latencies)):
         if entries:
             rows += [
@@ -268,22 +284,27 @@ def main(argv: list[str]) -> None:
         return
     if not FLAGS.trained_dir:
         raise app.UsageError("--trained_dir is required: the trained model to decode with.")
+    if LOOP not in FLAGS.runtimes or set(FLAGS.runtimes) - set(RUNTIMES):
+        raise app.UsageError(f"--runtimes: some of {', '.join(RUNTIMES)}, with {LOOP}.")
     work_dir = Path(FLAGS.work_dir or tempfile.mkdtemp(prefix="decode_files_"))
     work_dir.mkdir(parents=True, exist_ok=True)
     short = source_lines(FLAGS.source, FLAGS.short_lines)
     (work_dir / "short.src").write_text("".join(line + "\n" for line in short), "utf-8")
     MACHINE.update(machine_facts(xla_cache_environment("")))
-    dirs = export(FLAGS.trained_dir, work_dir)
+    formats = {name for name in FLAGS.runtimes if name in EXPORTS} | {"ctranslate2 float32"}
+    dirs = export(FLAGS.trained_dir, work_dir, [name for name in EXPORTS if name in formats])
     caches = cache_dirs(work_dir)
     results = []
     for round_index in range(FLAGS.rounds):
         results += one_round(round_index, dirs, caches, work_dir)
-    profiles = []
-    profile_cache = work_dir / "profile_xla_cache"
-    shutil.rmtree(profile_cache, ignore_errors=True)
-    for cache in ("empty", "kept"):
-        profiles.append(profile_in_subprocess(work_dir, str(profile_cache), cache))
-    latencies = interactive(dirs, work_dir) if FLAGS.interactive_lines > 1 else []
+    profiles, latencies = [], []
+    if "tensorflow" in FLAGS.runtimes:
+        profile_cache = work_dir / "profile_xla_cache"
+        shutil.rmtree(profile_cache, ignore_errors=True)
+        for cache in ("empty", "kept"):
+            profiles.append(profile_in_subprocess(work_dir, str(profile_cache), cache))
+        if FLAGS.interactive_lines > 1:
+            latencies = interactive(dirs, work_dir)
     print(tables(results, profiles, latencies))
 
 

@@ -1,6 +1,9 @@
 r"""Serving under load: t2t-server's sentences/s and latency as its clients grow, per runtime.
 
-Serves --trained_dir with each of --runtimes (TensorFlow; CTranslate2 float32)
+Serves --trained_dir with each of --runtimes (TensorFlow; CTranslate2 float32;
+and `ct2-batching`, the anchor: a CTranslate2 batching server of about 70
+lines on the same float32 export, `ctranslate2_peer.py serve`: stdlib HTTP, a
+5 ms window, batches of at most 64, each limited to its longest input + 50)
 on loopback under each load: --clients one-line clients going through the
 file, the file in one request, and 1,000 lines in one request among 64
 one-line clients; then, with --soak_requests, a soak of the TensorFlow
@@ -36,11 +39,13 @@ from rounds import markdown_table
 from t2t_commands import decoding_run, describe, emit, machine_facts, t2t
 from trained_model import TEST_SOURCE, export, source_lines, xla_cache_environment
 
-from t2t_keras.modes import RUNTIMES
+from t2t_keras.modes import RUNTIMES as OURS
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from server_process import Server  # t2t-server on loopback, as the tests start it.
 
+PEER, PEER_SCRIPT = "ct2-batching", str(Path(__file__).with_name("ctranslate2_peer.py"))
+RUNTIMES = (*OURS, PEER)
 LONG_LINES, MIX_CLIENTS, SOAK_CLIENTS = 1000, 64, 8
 PERCENTILES = (50, 95, 99)  # Of each load's request latencies.
 Timed = list[tuple[float, float]]  # (sent at, seconds to the answer) of each request.
@@ -52,7 +57,7 @@ COLUMNS = {
     "/ t2t-decoder's": "{over_decoder:.3f}x of {t2t_decoder_sentences_per_s}",
     "latency p50, p95, p99 (s)": "{p50_seconds}, {p95_seconds}, {p99_seconds}",
     "busy share": "{busy_share}",
-    "compilations": "{compilations_before:.0f} -> {compilations_after:.0f}",
+    "compilations": "{compilations_before} -> {compilations_after}",
     "RSS MiB: ready, now": "{ready_rss_mib:.0f}, {rss_mib:.0f}",
     "CPU cores: server, clients": "{server_cpu_cores}, {client_cpu_cores}",
 }
@@ -63,6 +68,7 @@ flags.DEFINE_list("clients", ["1", "4", "16", "64", "128"], "Concurrent one-line
 flags.DEFINE_list("runtimes", list(RUNTIMES), "The runtimes served, in turn.")
 flags.DEFINE_integer("soak_requests", 0, "Requests of the TensorFlow server's soak; 0: none.")
 flags.DEFINE_string("decode_hparams", "", "The server's and t2t-decoder's decoding settings.")
+flags.DEFINE_list("ctranslate2_flags", [], "More flags of t2t-server --runtime=ctranslate2.")
 flags.DEFINE_integer("max_lines", 0, "Send only the file's first N lines; 0: all.")
 flags.DEFINE_string("work_dir", None, "Where the export and logs go; a temporary folder if unset.")
 FLAGS = flags.FLAGS
@@ -137,12 +143,15 @@ def mix(server: Server, lines: list[str]) -> tuple[Timed, dict[str, float]]:
 def measure(server: Server, load: Callable[[], tuple[Timed, dict]], sentences: int) -> dict:
     """One load's figures: sentences/s, latency, the mean share of busy slots (/metrics every
     0.2 s; None where the runtime keeps none: CTranslate2's batches), compilations, the
-    server's RSS, and the CPU cores (CPU seconds / wall seconds) of the server and clients."""
-    shares, done, slots = [], threading.Event(), server.metric("t2t_slots")
-    compiled = server.metric("t2t_compilations")
+    server's RSS, and the CPU cores (CPU seconds / wall seconds) of the server and clients.
+    The peer has no /metrics: no busy share, no compilations."""
+    ours = server.command is None
+    shares, done = [], threading.Event()
+    slots = server.metric("t2t_slots") if ours else None
+    compiled = int(server.metric("t2t_compilations")) if ours else None
 
     def sample() -> None:
-        while not done.wait(0.2):
+        while ours and not done.wait(0.2):
             shares.append(server.metric("t2t_busy_slots") / slots)
 
     sampler, cpu, started = threading.Thread(target=sample), cpu_seconds(server), time.monotonic()
@@ -163,7 +172,7 @@ def measure(server: Server, load: Callable[[], tuple[Timed, dict]], sentences: i
         **{f"p{p}_seconds": round(v, 3) for p, v in zip(PERCENTILES, percentiles, strict=True)},
         "busy_share": round(statistics.mean(shares), 3) if any(shares) else None,
         "compilations_before": compiled,
-        "compilations_after": server.metric("t2t_compilations"),
+        "compilations_after": int(server.metric("t2t_compilations")) if ours else None,
         "rss_mib": rss_mib(server),
         "server_cpu_cores": cores[0],
         "client_cpu_cores": cores[1],
@@ -220,9 +229,15 @@ def soak(server: Server, lines: list[str], requests: int) -> dict[str, Any]:
 
 def decoder_rate(model: list[str], source: Path, work: Path) -> float:
     """t2t-decoder's own rate (sentences/s, first sentence to last) of `source` with the model
-    flags `model`, in its second run: a user's run after the first, which compiles."""
-    decoder = [*t2t("t2t-decoder"), *model, f"--decode_from_file={source}"]
-    decoder += [f"--decode_to_file={work / 'decoded'}", f"--decode_hparams={FLAGS.decode_hparams}"]
+    flags `model`, in its second run: a user's run after the first, which compiles. The peer's:
+    its file loop's (model: [PEER, the export])."""
+    if model[0] == PEER:
+        decoder = [sys.executable, PEER_SCRIPT, "translate", model[1], str(source)]
+        decoder.append(str(work / "decoded"))
+    else:
+        decoder = [*t2t("t2t-decoder"), *model, f"--decode_from_file={source}"]
+        decoder += [f"--decode_to_file={work / 'decoded'}"]
+        decoder.append(f"--decode_hparams={FLAGS.decode_hparams}")
     decoding_run(decoder, xla_cache_environment(""))
     return decoding_run(decoder, xla_cache_environment(""))[1]
 
@@ -234,7 +249,11 @@ def serve(runtime: str, model: list[str], lines: list[str], work: Path, machine:
     args = [*model, f"--max_request_sentences={max(len(lines), LONG_LINES)}"]
     args += ["--max_request_bytes=16777216", f"--decode_hparams={FLAGS.decode_hparams}"]
     started = time.monotonic()
-    server = Server(*args, log=work / f"{runtime}.log")
+    if runtime == PEER:
+        command = [sys.executable, PEER_SCRIPT, "serve", model[1]]
+        server = Server(log=work / f"{runtime}.log", command=command)
+    else:
+        server = Server(*args, log=work / f"{runtime}.log")
     try:
         server.wait_ready(600)
         seconds, rss = round(time.monotonic() - started), rss_mib(server)
@@ -255,16 +274,18 @@ def serve(runtime: str, model: list[str], lines: list[str], work: Path, machine:
 def main(argv: list[str]) -> None:
     del argv
     if not FLAGS.trained_dir or set(FLAGS.runtimes) - set(RUNTIMES):
-        raise app.UsageError("Give --trained_dir, and --runtimes of tensorflow, ctranslate2.")
+        raise app.UsageError(f"Give --trained_dir, and --runtimes of {', '.join(RUNTIMES)}.")
     work = Path(FLAGS.work_dir or tempfile.mkdtemp(prefix="serve_load_"))
     work.mkdir(parents=True, exist_ok=True)
     lines = source_lines(FLAGS.source, FLAGS.max_lines)
     (work / "source.txt").write_text("".join(line + "\n" for line in lines), "utf-8")
     machine = machine_facts(xla_cache_environment(""))
     models = {"tensorflow": [f"--output_dir={FLAGS.trained_dir}", f"--xla_cache_dir={work}/xla"]}
-    if "ctranslate2" in FLAGS.runtimes:
+    if {"ctranslate2", PEER} & set(FLAGS.runtimes):
         exported = export(FLAGS.trained_dir, work, ["ctranslate2 float32"])["ctranslate2 float32"]
         models["ctranslate2"] = ["--runtime=ctranslate2", f"--ctranslate2_dir={exported}"]
+        models["ctranslate2"] += FLAGS.ctranslate2_flags
+        models[PEER] = [PEER, exported]
     found = [
         line for name in FLAGS.runtimes for line in serve(name, models[name], lines, work, machine)
     ]

@@ -27,16 +27,19 @@ READY_SECONDS = 240
 
 
 class Server:
-    """`t2t-server ARGS --port=0`, its URL read from its first line of output."""
+    """`t2t-server --port=0 ARGS` (or another `command` that takes --port and prints
+    "listening on URL"), its URL read from its first line of output."""
 
-    def __init__(self, *args: str, log: Path, token: str | None = None) -> None:
-        self.log, self.token = log, token
+    def __init__(
+        self, *args: str, log: Path, token: str | None = None, command: list[str] | None = None
+    ) -> None:
+        self.log, self.token, self.command = log, token, command
         if token:
             token_file = log.with_name("token")
             token_file.write_text(token + "\n")
             args = (*args, f"--auth_token_file={token_file}")
         self.process = subprocess.Popen(
-            [str(script("t2t-server")), "--port=0", *args],
+            [*(command or [str(script("t2t-server"))]), "--port=0", *args],
             stdout=subprocess.PIPE,
             stderr=open(log, "w"),  # noqa: SIM115 - open while the process runs.
             text=True,
