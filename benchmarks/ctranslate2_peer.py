@@ -1,7 +1,7 @@
 r"""CTranslate2 as its users call it, on our CTranslate2 export: the anchors our runtime meets.
 
     python benchmarks/ctranslate2_peer.py translate MODEL_DIR SOURCE OUTPUT [--workers=N]
-    python benchmarks/ctranslate2_peer.py serve MODEL_DIR [--port=PORT]
+    python benchmarks/ctranslate2_peer.py serve MODEL_DIR [--port=PORT] [--workers=N]
 
 Only ctranslate2 and sentencepiece are imported (no TensorFlow, no t2t_keras):
 the export's `model.bin` and SentencePiece model(s), and its beam size
@@ -19,11 +19,13 @@ searched at a time.
 connection), POST /v1/translate {"inputs": [...]} -> {"outputs": [...]}; one
 thread takes the sentences waiting, the first then those arriving within 5 ms,
 at most 64, and translates them in one call limited to their longest input +
-50. GET answers {"status": "ready"}. Prints t2t-server's "listening on URL".
+50; with --workers=N, N such threads, each with a worker of its own. GET
+answers {"status": "ready"}. Prints t2t-server's "listening on URL".
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import queue
@@ -122,8 +124,8 @@ class _Listening(ThreadingHTTPServer):
     daemon_threads = True
 
 
-def serve(model_dir: str, port: int) -> None:
-    model, waiting = Model(model_dir), queue.Queue[Sentence]()
+def serve(model_dir: str, port: int, workers: int = 0) -> None:
+    model, waiting = Model(model_dir, workers), queue.Queue[Sentence]()
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -152,16 +154,29 @@ def serve(model_dir: str, port: int) -> None:
             pass
 
     server = _Listening(("127.0.0.1", port), Handler)
-    threading.Thread(target=batches, args=(model, waiting), daemon=True).start()
+    for _ in range(max(workers, 1)):  # A thread a worker, each taking its own batches.
+        threading.Thread(target=batches, args=(model, waiting), daemon=True).start()
     print(f"ctranslate2_peer listening on http://127.0.0.1:{server.server_port}/", flush=True)
     server.serve_forever()
 
 
-if __name__ == "__main__":
-    if sys.argv[1:2] == ["translate"] and len(sys.argv) in (5, 6):
-        workers = int(sys.argv[5].removeprefix("--workers=")) if len(sys.argv) == 6 else 0
-        translate_file(*sys.argv[2:5], workers)
-    elif sys.argv[1:2] == ["serve"] and len(sys.argv) in (3, 4):
-        serve(sys.argv[2], int(sys.argv[3].removeprefix("--port=")) if len(sys.argv) == 4 else 0)
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    translate = commands.add_parser("translate", help="a careful file loop")
+    serve_it = commands.add_parser("serve", help="a batching server")
+    for command in (translate, serve_it):
+        command.add_argument("model_dir", help="a t2t-exporter --export_format=ctranslate2 export")
+        command.add_argument("--workers", type=int, default=0, help="0: one, of 2+ threads")
+    translate.add_argument("source")
+    translate.add_argument("output")
+    serve_it.add_argument("--port", type=int, default=0)
+    args = parser.parse_args()
+    if args.command == "translate":
+        translate_file(args.model_dir, args.source, args.output, args.workers)
     else:
-        sys.exit(__doc__)
+        serve(args.model_dir, args.port, args.workers)
+
+
+if __name__ == "__main__":
+    main()

@@ -3,7 +3,8 @@ r"""Serving under load: t2t-server's sentences/s and latency as its clients grow
 Serves --trained_dir with each of --runtimes (TensorFlow; CTranslate2 float32;
 and `ct2-batching`, the anchor: a CTranslate2 batching server of about 70
 lines on the same float32 export, `ctranslate2_peer.py serve`: stdlib HTTP, a
-5 ms window, batches of at most 64, each limited to its longest input + 50)
+5 ms window, batches of at most 64, each limited to its longest input + 50;
+`ct2-batching-workers` is the same with a worker and a batching thread a core)
 on loopback under each load: --clients one-line clients going through the
 file, the file in one request, and 1,000 lines in one request among 64
 one-line clients; then, with --soak_requests, a soak of the TensorFlow
@@ -44,8 +45,10 @@ from t2t_keras.modes import RUNTIMES as OURS
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from server_process import Server  # t2t-server on loopback, as the tests start it.
 
-PEER, PEER_SCRIPT = "ct2-batching", str(Path(__file__).with_name("ctranslate2_peer.py"))
-RUNTIMES = (*OURS, PEER)
+PEER_SCRIPT = str(Path(__file__).with_name("ctranslate2_peer.py"))
+# The anchor, and the same with a CTranslate2 worker (and a batching thread) a core.
+PEERS = {"ct2-batching": [], "ct2-batching-workers": [f"--workers={len(os.sched_getaffinity(0))}"]}
+RUNTIMES = (*OURS, *PEERS)
 LONG_LINES, MIX_CLIENTS, SOAK_CLIENTS = 1000, 64, 8
 PERCENTILES = (50, 95, 99)  # Of each load's request latencies.
 Timed = list[tuple[float, float]]  # (sent at, seconds to the answer) of each request.
@@ -65,7 +68,7 @@ COLUMNS = {
 flags.DEFINE_string("trained_dir", None, "The training directory (or averaged/) to serve.")
 flags.DEFINE_string("source", TEST_SOURCE, "Raw source, one sentence a line.")
 flags.DEFINE_list("clients", ["1", "4", "16", "64", "128"], "Concurrent one-line clients.")
-flags.DEFINE_list("runtimes", list(RUNTIMES), "The runtimes served, in turn.")
+flags.DEFINE_list("runtimes", [*OURS, "ct2-batching"], f"Of {', '.join(RUNTIMES)}, in turn.")
 flags.DEFINE_integer("soak_requests", 0, "Requests of the TensorFlow server's soak; 0: none.")
 flags.DEFINE_string("decode_hparams", "", "The server's and t2t-decoder's decoding settings.")
 flags.DEFINE_list("ctranslate2_flags", [], "More flags of t2t-server --runtime=ctranslate2.")
@@ -230,10 +233,10 @@ def soak(server: Server, lines: list[str], requests: int) -> dict[str, Any]:
 def decoder_rate(model: list[str], source: Path, work: Path) -> float:
     """t2t-decoder's own rate (sentences/s, first sentence to last) of `source` with the model
     flags `model`, in its second run: a user's run after the first, which compiles. The peer's:
-    its file loop's (model: [PEER, the export])."""
-    if model[0] == PEER:
+    its file loop's (model: [the peer's name, the export])."""
+    if model[0] in PEERS:
         decoder = [sys.executable, PEER_SCRIPT, "translate", model[1], str(source)]
-        decoder.append(str(work / "decoded"))
+        decoder += [str(work / "decoded"), *PEERS[model[0]]]
     else:
         decoder = [*t2t("t2t-decoder"), *model, f"--decode_from_file={source}"]
         decoder += [f"--decode_to_file={work / 'decoded'}"]
@@ -249,8 +252,8 @@ def serve(runtime: str, model: list[str], lines: list[str], work: Path, machine:
     args = [*model, f"--max_request_sentences={max(len(lines), LONG_LINES)}"]
     args += ["--max_request_bytes=16777216", f"--decode_hparams={FLAGS.decode_hparams}"]
     started = time.monotonic()
-    if runtime == PEER:
-        command = [sys.executable, PEER_SCRIPT, "serve", model[1]]
+    if runtime in PEERS:
+        command = [sys.executable, PEER_SCRIPT, "serve", model[1], *PEERS[runtime]]
         server = Server(log=work / f"{runtime}.log", command=command)
     else:
         server = Server(*args, log=work / f"{runtime}.log")
@@ -281,11 +284,11 @@ def main(argv: list[str]) -> None:
     (work / "source.txt").write_text("".join(line + "\n" for line in lines), "utf-8")
     machine = machine_facts(xla_cache_environment(""))
     models = {"tensorflow": [f"--output_dir={FLAGS.trained_dir}", f"--xla_cache_dir={work}/xla"]}
-    if {"ctranslate2", PEER} & set(FLAGS.runtimes):
+    if {"ctranslate2", *PEERS} & set(FLAGS.runtimes):
         exported = export(FLAGS.trained_dir, work, ["ctranslate2 float32"])["ctranslate2 float32"]
         models["ctranslate2"] = ["--runtime=ctranslate2", f"--ctranslate2_dir={exported}"]
         models["ctranslate2"] += FLAGS.ctranslate2_flags
-        models[PEER] = [PEER, exported]
+        models |= {peer: [peer, exported] for peer in PEERS}
     found = [
         line for name in FLAGS.runtimes for line in serve(name, models[name], lines, work, machine)
     ]

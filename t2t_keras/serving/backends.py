@@ -248,13 +248,13 @@ class BatchBackend(Backend):
     """Any runtime's batches (`SentenceTranslator.submit_batch`), searched in its own
     workers while the next ones form.
 
-    A round waits until a batch in the runtime's workers is done (or one is free),
-    submits what waits to every free worker at once (up to batch_size a batch,
-    round-robin across requests), and only then reads the finished batches' outputs:
-    no worker is idle while sentences wait. When every worker is idle, the first
-    sentence to arrive waits up to `window` seconds for others (clients answered
-    together send again together), as TensorFlow Serving's batching waits up to its
-    batch_timeout_micros.
+    A round waits until a batch in the runtime's workers is done, or a sentence
+    arrives for a free worker; shares what waits among the free workers (up to
+    batch_size a batch, round-robin across requests), and only then reads the
+    finished batches' outputs: no worker waits for the host's reading. When every
+    worker is idle, the first sentence to arrive waits up to `window` seconds for
+    others (clients answered together send again together), as TensorFlow
+    Serving's batching waits up to its batch_timeout_micros.
 
     Args:
       translator: the runtime; its settings' batch_size is the batch, its `workers`
@@ -287,8 +287,10 @@ class BatchBackend(Backend):
             self._wait_for_one(inbox)
         finished = [searched for searched in self._searching if searched[1].done()]
         self._searching = [searched for searched in self._searching if searched not in finished]
-        while len(self._searching) < self.translator.workers:
-            taken = [sentence for _, sentence in inbox.take(0, self.translator.settings.batch_size)]
+        while (free := self.translator.workers - len(self._searching)) > 0:
+            # What waits, shared among the free workers: each searches its part at once.
+            share = min(-(-inbox.waiting(0) // free), self.translator.settings.batch_size)
+            taken = [sentence for _, sentence in inbox.take(0, share)]
             if not taken:
                 break
             batch = self.translator.submit_batch([sentence.row for sentence in taken])
