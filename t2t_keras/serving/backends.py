@@ -10,8 +10,8 @@ the two passes of a file's search, with the same result.
 
 `BatchBackend` decodes what waits in batches, as that runtime's users would
 call it (a CTranslate2 translator's `translate_batch`), each sentence held
-to its own length limit by the runtime, the next batch submitted as soon as
-the runtime's worker finishes one.
+to its own length limit by the runtime, what waits shared among the
+runtime's free workers as soon as one finishes a batch.
 """
 
 from __future__ import annotations
