@@ -169,12 +169,9 @@ class CTranslate2Translator(SentenceTranslator):
             import_ctranslate2().set_random_seed(self.settings.search.seed)
         return super().translate(sentences, report, first)
 
-    def _decode_batch(self, rows: list[list[int]], chunk: list[int]) -> list[Translation]:
-        """As every runtime's: one `translate_batch` call, each sentence held to its own limit."""
-        return self.submit_batch([rows[index] for index in chunk]).result()
-
     def submit_batch(self, rows: list[list[int]]) -> PendingBatch:
-        """Starts searching rows in CTranslate2's worker; its result() waits for them."""
+        """As every runtime's: one `translate_batch` call in CTranslate2's workers, each
+        sentence held to its own limit; its result() waits for them."""
         sources = [[self._source_pieces[token] for token in row] for row in rows]
         limits = [self._limit(row) for row in rows]
         return _CTranslate2Batch(self, sources, limits, self._search(sources, max(limits), True))

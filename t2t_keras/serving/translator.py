@@ -90,20 +90,6 @@ class PendingBatch(abc.ABC):
         """The batch's translations, in its order (waits first)."""
 
 
-class _DoneBatch(PendingBatch):
-    def __init__(self, translations: list[Translation]) -> None:
-        self._translations = translations
-
-    def done(self) -> bool:
-        return True
-
-    def wait(self) -> None:
-        pass
-
-    def result(self) -> list[Translation]:
-        return self._translations
-
-
 class SentenceTranslator(abc.ABC):
     """Translates lists of sentences with some runtime; the runtime decodes batches of id rows.
 
@@ -210,12 +196,7 @@ class SentenceTranslator(abc.ABC):
             yield list(zip(chunk, batch.result(), strict=True))
 
     def submit_batch(self, rows: list[list[int]]) -> PendingBatch:
-        """Starts translating rows (input ids ending with EOS); a runtime with no worker of
-        its own translates them here, at once."""
-        return _DoneBatch(self._decode_batch(rows, list(range(len(rows)))))
-
-    def _decode_batch(self, rows: list[list[int]], chunk: list[int]) -> list[Translation]:
-        """The translations of rows[i] for i in chunk, in chunk's order."""
+        """Starts translating rows (input ids ending with EOS), in the runtime's workers."""
         raise NotImplementedError
 
 
