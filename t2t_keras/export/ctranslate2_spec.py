@@ -2,20 +2,22 @@
 
 CTranslate2's `TransformerSpec` describes the same network as ours: scaled
 embeddings plus a position table, post- or pre-norm layers of multi-head
-attention and a ReLU feed-forward block, a linear pre-softmax projection.
+attention and a feed-forward block (ReLU, swish or GELU), a linear
+pre-softmax projection with its bias (our logits bias, or zeros).
 This module fills one from our Keras weights, so `ctranslate2.Translator`
 computes what `Transformer` computes:
 
   - embeddings: ours are multiplied by sqrt(d_model), as CTranslate2's
     (`scale_embeddings`); shared or separate matrices are written as they are.
-  - positions: our interleaved sinusoid (sin on even, cos on odd dimensions)
-    is not CTranslate2's built-in one (sines then cosines), so the table
-    itself is written, `position_table_length` rows long; learned tables as
-    they are.
+  - positions: the sinusoid table itself is written, `position_table_length`
+    rows long, in the model's layout and from its first position (CTranslate2's
+    built-in one is the halves layout from 0, ours interleaved by default);
+    learned tables as they are.
   - attention: our kernels [D, H, K] become CTranslate2's [H * K, D] linear
     weights (self-attention: queries, keys and values stacked; encoder-decoder
-    attention: queries, then keys and values stacked), with zero biases, as
-    ours have none. Queries are scaled by 1 / sqrt(K) in both.
+    attention: queries, then keys and values stacked), with our query and
+    output biases (attention_bias) and zeros for the keys and values, or zeros
+    throughout. Queries are scaled by 1 / sqrt(K) after their bias in both.
   - the ids: 0 = PAD is also the decoder's start symbol, 1 = EOS.
 
 What CTranslate2 cannot express is refused with `UnsupportedModel`: value
@@ -37,6 +39,8 @@ from t2t_keras.models.transformer import Transformer
 
 # Reserved pieces of every vocabulary (`Vocabulary.pieces`): PAD, EOS, UNK.
 PAD_PIECE, EOS_PIECE, UNK_PIECE = "<pad>", "</s>", "<unk>"
+# Our feed-forward activations as CTranslate2 names them (GELU: the exact, erf form).
+_ACTIVATIONS = {"relu": "RELU", "swish": "SWISH", "gelu": "GELU"}
 
 
 class UnsupportedModel(UserError):
@@ -89,11 +93,16 @@ def model_spec(
     head_dim = hparams.d_k if hparams.d_k * hparams.num_heads != hparams.d_model else None
     pre_norm = hparams.layer_norm_position == "pre"
     specs = ctranslate2.specs
+    layer_args = {
+        "pre_norm": pre_norm,
+        "head_dim": head_dim,
+        "activation": getattr(specs.Activation, _ACTIVATIONS[hparams.ffn_activation]),
+    }
     encoder = specs.TransformerEncoderSpec(
-        hparams.num_encoder_layers, hparams.num_heads, pre_norm=pre_norm, head_dim=head_dim
+        hparams.num_encoder_layers, hparams.num_heads, **layer_args
     )
     decoder = specs.TransformerDecoderSpec(
-        hparams.num_decoder_layers, hparams.num_heads, pre_norm=pre_norm, head_dim=head_dim
+        hparams.num_decoder_layers, hparams.num_heads, **layer_args
     )
     spec = specs.TransformerSpec(encoder, decoder)
     tables = _position_tables(model, position_table_length)
@@ -135,7 +144,9 @@ def _position_tables(model: Transformer, length: int) -> tuple[np.ndarray, np.nd
     if model.position_tables:
         encoder, decoder = (_array(table.table) for table in model.position_tables)
         return encoder, decoder
-    table = sinusoid(np.arange(length), model.hparams.d_model).numpy()
+    hparams = model.hparams
+    positions = np.arange(length) + hparams.position_start
+    table = sinusoid(positions, hparams.d_model, hparams.position_layout).numpy()
     return table, table
 
 
@@ -153,7 +164,8 @@ def _fill_decoder(spec: Any, model: Transformer, positions: np.ndarray) -> None:
     spec.embeddings.weight = _array(model.target_embedding.embeddings)
     spec.position_encodings.encodings = positions
     projection = _array(model.softmax_weights.embeddings)  # [V, D]: logits = x W^T.
-    _fill_linear(spec.projection, projection, np.zeros(projection.shape[0], np.float32))
+    bias = model.logits_bias if model.logits_bias is not None else np.zeros(len(projection))
+    _fill_linear(spec.projection, projection, _array(bias))
     for layer_spec, layer in zip(spec.layer, model.decoder_layers, strict=True):
         _fill_self_attention(layer_spec.self_attention, layer)
         attention = layer.memory_attention
@@ -161,7 +173,7 @@ def _fill_decoder(spec: Any, model: Transformer, positions: np.ndarray) -> None:
         _fill_projections(
             layer_spec.attention.linear,
             [[attention.query_kernel], [attention.key_kernel, attention.value_kernel]],
-            attention.output_kernel,
+            attention,
         )
         _fill_feed_forward(layer_spec.ffn, layer)
     if model.final_norms:
@@ -172,19 +184,27 @@ def _fill_self_attention(spec: Any, layer: Any) -> None:
     attention = layer.self_attention
     _fill_norm(spec.layer_norm, layer.attention_block.norm)
     kernels = [attention.query_kernel, attention.key_kernel, attention.value_kernel]
-    _fill_projections(spec.linear, [kernels], attention.output_kernel)
+    _fill_projections(spec.linear, [kernels], attention)
 
 
 def _fill_projections(
-    linears: Sequence[Any], stacked_inputs: list[list[Any]], output_kernel: Any
+    linears: Sequence[Any], stacked_inputs: list[list[Any]], attention: Any
 ) -> None:
-    """Input projections [D, H, K] -> [H * K, D] (each group stacked), output [H, V, D] -> [D, H * V]."""
+    """Input projections [D, H, K] -> [H * K, D] (each group stacked), output [H, V, D] -> [D, H * V];
+    the biases: the query's first in its group, zeros for keys and values."""
     for linear, kernels in zip(linears, stacked_inputs, strict=False):
         weight = np.concatenate([_heads_kernel(kernel) for kernel in kernels], axis=0)
-        _fill_linear(linear, weight, np.zeros(weight.shape[0], np.float32))
-    output = _array(output_kernel)
+        bias = np.zeros(weight.shape[0], np.float32)
+        if attention.query_bias is not None and kernels[0] is attention.query_kernel:
+            query_bias = _array(attention.query_bias).reshape(-1)
+            bias[: len(query_bias)] = query_bias
+        _fill_linear(linear, weight, bias)
+    output = _array(attention.output_kernel)
     output = output.reshape(-1, output.shape[-1]).T  # [D, H * V]
-    _fill_linear(linears[-1], output, np.zeros(output.shape[0], np.float32))
+    output_bias = attention.output_bias
+    if output_bias is None:
+        output_bias = np.zeros(output.shape[0], np.float32)
+    _fill_linear(linears[-1], output, _array(output_bias))
 
 
 def _heads_kernel(kernel: Any) -> np.ndarray:

@@ -162,7 +162,7 @@ def uncompiled_cores() -> Iterator[None]:
 
 
 class MultiHeadAttention(keras.layers.Layer):
-    """Scaled dot-product attention over `num_heads` heads, without biases.
+    """Scaled dot-product attention over `num_heads` heads, with or without biases.
 
     Args:
       num_heads: H.
@@ -172,6 +172,10 @@ class MultiHeadAttention(keras.layers.Layer):
       use_xla: run the core as one XLA-compiled function.
       initializer_stddev: 0 for Glorot-uniform kernels, else N(0, this)
         (`t2t_keras.layers.initializers`).
+      use_bias: biases on the query and output projections (a pretrained model's,
+        e.g. Marian's). A key bias would add the same amount to every key's score
+        of a query, which the softmax cancels; a value bias adds itself to every
+        head's context, so it is folded into the output bias.
     """
 
     def __init__(
@@ -182,6 +186,7 @@ class MultiHeadAttention(keras.layers.Layer):
         dropout: float = 0.0,
         use_xla: bool = True,
         initializer_stddev: float = 0.0,
+        use_bias: bool = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -191,6 +196,7 @@ class MultiHeadAttention(keras.layers.Layer):
         self.dropout = dropout
         self.use_xla = use_xla
         self.initializer_stddev = initializer_stddev
+        self.use_bias = use_bias
         self.seed_generator = keras.random.SeedGenerator()
 
     def build(self, query_shape: Any, memory_shape: Any = None) -> None:
@@ -208,6 +214,14 @@ class MultiHeadAttention(keras.layers.Layer):
             "value", (memory_width, heads, values), (memory_width, heads * values)
         )
         self.output_kernel = weight("output", (heads, values, d_model), (heads * values, d_model))
+        self.query_bias = self.output_bias = None
+        if self.use_bias:
+            self.query_bias = self.add_weight(
+                name="query_bias", shape=(heads, keys), initializer="zeros"
+            )
+            self.output_bias = self.add_weight(
+                name="output_bias", shape=(d_model,), initializer="zeros"
+            )
 
     def call(
         self,
@@ -262,8 +276,10 @@ class MultiHeadAttention(keras.layers.Layer):
         if cache_index is None:
             return self._attend_cached(self._query_heads(query), cache, bias), cache
         # One step: the new query, key and value in one product, as in full mode.
-        heads = _project_each(query, self._kernels("query", "key", "value"))
-        query_heads, key, value = (_heads_first(x) for x in heads)  # [B * G, H, T, .]
+        query_heads, key, value = _project_each(query, self._kernels("query", "key", "value"))
+        query_heads, key, value = (
+            _heads_first(x) for x in (self._biased_query(query_heads), key, value)
+        )  # [B * G, H, T, .]
         cache = _write_step(cache, {"key": key, "value": value}, cache_index)
         keys_values = {name: _merge_rows(tensor) for name, tensor in cache.items()}
         return self._attend_cached(query_heads, keys_values, bias), cache
@@ -305,6 +321,7 @@ class MultiHeadAttention(keras.layers.Layer):
         else:
             query = _project(query, self._read(self.query_kernel))
             key, value = _project_each(self._prepare(memory), self._kernels("key", "value"))
+        query = self._biased_query(query)
         rate = self.dropout if training else 0.0
         seed = replica_seed(self.seed_generator) if rate > 0.0 else None
         context, weights = self._core(
@@ -314,7 +331,11 @@ class MultiHeadAttention(keras.layers.Layer):
 
     def _query_heads(self, query: tf.Tensor) -> tf.Tensor:
         """[B, T, D] -> the queries [B, H, T, K]."""
-        return _heads_first(_project(query, self._read(self.query_kernel)))
+        return _heads_first(self._biased_query(_project(query, self._read(self.query_kernel))))
+
+    def _biased_query(self, query: tf.Tensor) -> tf.Tensor:
+        """The projected queries [B, T, H, K] plus their bias, if any (before the scaling)."""
+        return query if self.query_bias is None else query + self._read(self.query_bias)
 
     def _kernels(self, *names: str) -> list[tf.Tensor]:
         """The named kernels [D, H, K|V], read in the compute dtype."""
@@ -336,7 +357,8 @@ class MultiHeadAttention(keras.layers.Layer):
         """The heads' context [B, T, H, V] -> [B, T, D], as one [B * T, H * V] product."""
         output_kernel = self._read(self.output_kernel)  # [H, V, D]
         flat_kernel = tf.reshape(output_kernel, [-1, shape_list(output_kernel)[-1]])
-        return _project(_merge_heads(context), flat_kernel)
+        output = _project(_merge_heads(context), flat_kernel)
+        return output if self.output_bias is None else output + self._read(self.output_bias)
 
     @property
     def _core(self) -> Any:
@@ -364,6 +386,7 @@ class MultiHeadAttention(keras.layers.Layer):
             "value_depth": self.value_depth,
             "dropout": self.dropout,
             "initializer_stddev": self.initializer_stddev,
+            "use_bias": self.use_bias,
         }
 
 

@@ -8,7 +8,7 @@ import keras
 import tensorflow as tf
 
 
-def sinusoid(positions: tf.Tensor, d_model: int) -> tf.Tensor:
+def sinusoid(positions: tf.Tensor, d_model: int, layout: str = "interleaved") -> tf.Tensor:
     """The paper's signal, sin on even and cos on odd dimensions.
 
     PE(pos, 2i) = sin(pos / 10000^(2i / d_model)),
@@ -17,6 +17,8 @@ def sinusoid(positions: tf.Tensor, d_model: int) -> tf.Tensor:
     Args:
       positions: [T] integer positions.
       d_model: an even width.
+      layout: "interleaved" as above, or "halves": the same sines in the first
+        half of the dimensions and the cosines in the second (Marian's, fairseq's).
 
     Returns:
       [T, d_model] float32.
@@ -26,6 +28,10 @@ def sinusoid(positions: tf.Tensor, d_model: int) -> tf.Tensor:
     even_dims = tf.range(0, d_model, 2, dtype=tf.float32)  # 2i
     inverse_rates = tf.pow(10000.0, -even_dims / d_model)  # [D/2]
     angles = tf.cast(positions, tf.float32)[:, tf.newaxis] * inverse_rates  # [T, D/2]
+    if layout == "halves":  # [sin a0, sin a1, ..., cos a0, cos a1, ...].
+        return tf.concat([tf.sin(angles), tf.cos(angles)], axis=-1)
+    if layout != "interleaved":
+        raise ValueError(f"layout must be interleaved or halves, not {layout!r}")
     # Interleave: [sin a0, cos a0, sin a1, cos a1, ...].
     signal = tf.stack([tf.sin(angles), tf.cos(angles)], axis=-1)  # [T, D/2, 2]
     return tf.reshape(signal, [-1, d_model])

@@ -28,6 +28,8 @@ class TransformerLayer(keras.layers.Layer):
       norm_epsilon: layer norm epsilon.
       use_xla: XLA-compile the attention core.
       initializer_stddev: 0 for Glorot-uniform kernels, else N(0, this).
+      activation: the feed-forward block's (`feed_forward.ACTIVATIONS`).
+      attention_bias: biases on the attention's query and output projections.
     """
 
     def __init__(
@@ -43,6 +45,8 @@ class TransformerLayer(keras.layers.Layer):
         norm_epsilon: float = 1e-6,
         use_xla: bool = True,
         initializer_stddev: float = 0.0,
+        activation: str = "relu",
+        attention_bias: bool = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -57,6 +61,8 @@ class TransformerLayer(keras.layers.Layer):
         self.norm_epsilon = norm_epsilon
         self.use_xla = use_xla
         self.initializer_stddev = initializer_stddev
+        self.activation = activation
+        self.attention_bias = attention_bias
 
     def _make_attention(self, name: str) -> MultiHeadAttention:
         return MultiHeadAttention(
@@ -66,6 +72,7 @@ class TransformerLayer(keras.layers.Layer):
             self.attention_dropout,
             self.use_xla,
             self.initializer_stddev,
+            self.attention_bias,
             dtype=self.dtype_policy,
             name=name,
         )
@@ -89,6 +96,7 @@ class TransformerLayer(keras.layers.Layer):
             self.d_ff,
             self.relu_dropout,
             self.initializer_stddev,
+            self.activation,
             dtype=self.dtype_policy,
             name="feed_forward",
         )
@@ -114,4 +122,6 @@ class TransformerLayer(keras.layers.Layer):
             "norm_position": self.norm_position,
             "norm_epsilon": self.norm_epsilon,
             "initializer_stddev": self.initializer_stddev,
+            "activation": self.activation,
+            "attention_bias": self.attention_bias,
         }

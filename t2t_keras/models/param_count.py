@@ -14,7 +14,8 @@ def count_params(
     """Trainable parameters of the Transformer that `hparams` describes.
 
     The model it counts: attention projections W^Q, W^K, W^V, W^O without
-    biases (the paper's formula); feed-forward blocks with biases; layer norms
+    biases (the paper's formula; with attention_bias, the query's and the
+    output's), a logits bias with logits_bias; feed-forward blocks with biases; layer norms
     with a scale and an offset; embeddings shared or not as the hparams say; a
     final layer norm per stack when layer norm comes before each sub-layer.
 
@@ -39,6 +40,8 @@ def count_params(
         )
     d_model = hparams.d_model
     attention = d_model * hparams.num_heads * (2 * hparams.d_k + 2 * hparams.d_v)
+    if hparams.attention_bias:  # The query's and the output's.
+        attention += hparams.num_heads * hparams.d_k + d_model
     feed_forward = 2 * d_model * hparams.d_ff + hparams.d_ff + d_model
     layer_norm = 2 * d_model
     encoder_layer = attention + feed_forward + 2 * layer_norm
@@ -55,6 +58,8 @@ def count_params(
     if hparams.reads_leaves():  # The table of word starts (not trained).
         total += source_vocab
     total += (hparams.leaf_positions + hparams.leaf_words) * d_model * d_model  # Projections.
+    if hparams.logits_bias:
+        total += target_vocab
     return total
 
 

@@ -76,6 +76,14 @@ class Transformer(IncrementalDecoding, keras.Model):
         # A softmax-only matrix is used through `project`, never called: build it here.
         if not self.softmax_weights.built:
             self.softmax_weights.build()
+        self.logits_bias = None
+        if self.hparams.logits_bias:  # Marian's final_logits_bias.
+            self.logits_bias = self.add_weight(
+                shape=(self.hparams.targets_vocab_size(),),
+                initializer="zeros",
+                dtype="float32",
+                name="logits_bias",
+            )
         ids = tf.ones([1, 1], tf.int32)
         with uncompiled_cores():
             self.call({"inputs": ids, "targets": ids})
@@ -167,6 +175,8 @@ class Transformer(IncrementalDecoding, keras.Model):
             "norm_epsilon": hparams.layer_norm_epsilon,
             "use_xla": self.use_xla,
             "initializer_stddev": hparams.initializer_stddev,
+            "activation": hparams.ffn_activation,
+            "attention_bias": hparams.attention_bias,
             "dtype": self.dtype_policy,
         }
         self.encoder_layers = [
@@ -325,7 +335,7 @@ class Transformer(IncrementalDecoding, keras.Model):
         (`leaf_words`), added projected.
         """
         x = embedding(ids)
-        positions = tf.range(tf.shape(ids)[1]) + start
+        positions = tf.range(tf.shape(ids)[1]) + start + self.hparams.position_start
         if stack == 0 and self.word_starts is not None:  # The word each piece belongs to.
             starts = tf.cast(tf.gather(self.word_starts, ids), tf.int32)
             positions = tf.maximum(tf.cumsum(starts, axis=1) - 1, 0)
@@ -353,7 +363,9 @@ class Transformer(IncrementalDecoding, keras.Model):
         if self.position_tables and stack is not None:
             signal = self.position_tables[stack](tf.reshape(positions, [-1]))
         else:
-            signal = sinusoid(tf.reshape(positions, [-1]), self.hparams.d_model)
+            signal = sinusoid(
+                tf.reshape(positions, [-1]), self.hparams.d_model, self.hparams.position_layout
+            )
         shape = tf.concat([tf.shape(positions), [-1]], axis=0)
         if positions.shape.rank == 1:
             shape = tf.concat([[1], shape], axis=0)
@@ -367,7 +379,8 @@ class Transformer(IncrementalDecoding, keras.Model):
     def _logits(self, x: tf.Tensor) -> tf.Tensor:
         if self.final_norms:
             x = self.final_norms[1](x)
-        return self.softmax_weights.project(x)
+        logits = self.softmax_weights.project(x)
+        return logits if self.logits_bias is None else logits + self.logits_bias
 
     def _check_length(self, ids: tf.Tensor, name: str) -> None:
         length = ids.shape[1]

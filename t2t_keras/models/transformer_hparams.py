@@ -35,6 +35,8 @@ class TransformerHParams(HParams):
         "tie_target_embeddings",
         "leaf_positions",
         "leaf_words",
+        "attention_bias",
+        "logits_bias",
     )
 
     # Model shape.
@@ -69,6 +71,19 @@ class TransformerHParams(HParams):
     shared_embeddings: bool = True
     # Without shared embeddings: the decoder's input embedding is also the softmax projection.
     tie_target_embeddings: bool = True
+    # The feed-forward block's activation: "relu" (the paper's), "swish" (x * sigmoid(x),
+    # OPUS-MT's) or "gelu" (the exact, erf form).
+    ffn_activation: Literal["relu", "swish", "gelu"] = "relu"
+    # Biases on every attention's query and output projections (a pretrained model's:
+    # a key bias cancels in the softmax, a value bias folds into the output's).
+    attention_bias: bool = False
+    # A bias added to the logits (Marian's final_logits_bias).
+    logits_bias: bool = False
+    # The sinusoids' layout: "interleaved" (sin, cos, sin, ...: the paper's) or "halves"
+    # (every sine, then every cosine: Marian's and fairseq's).
+    position_layout: Literal["interleaved", "halves"] = "interleaved"
+    # The position of each sequence's first token (fairseq's models start at 2).
+    position_start: int = 0
     # Parsing: each decoder input also carries the position of the word its tree
     # writes next (the sinusoid of the leaves already written, projected), which
     # the model would otherwise have to count; the trainer sets leaf_id.
@@ -234,6 +249,7 @@ _NON_NEGATIVE = (
     "clip_gradient_norm",
     "alpha",
     "extra_length",
+    "position_start",
 )
 _PROBABILITIES = (
     "dropout",

@@ -84,6 +84,8 @@ def test_built_model_has_count_params_weights(set_name: str) -> None:
         "leaf_positions=true,leaf_id=4",
         "leaf_words=true,leaf_id=4",
         "leaf_positions=true,leaf_words=true,leaf_id=4",
+        "attention_bias=true,logits_bias=true",
+        "attention_bias=true,logits_bias=true,shared_embeddings=false,target_vocab_size=40",
     ],
 )
 def test_variants_have_count_params_weights(overrides: str) -> None:
@@ -243,10 +245,13 @@ def test_cached_decoding_reproduces_teacher_forcing(model: Transformer) -> None:
         "position_encoding=learned",
         "leaf_positions=true,leaf_id=4",
         "leaf_words=true,leaf_positions=true,leaf_id=4",
+        "ffn_activation=swish,attention_bias=true,logits_bias=true,position_layout=halves",
+        "ffn_activation=gelu,position_start=2",
     ],
 )
 def test_cached_decoding_of_variants(overrides: str) -> None:
     model = build(TINY.override(overrides))
+    randomize_biases(model)
     expected = logits(model, INPUTS, TARGETS)
     state, step = model.start_decoding(INPUTS, cache_length=4)
     previous = tf.zeros([2], tf.int32)
@@ -254,6 +259,46 @@ def test_cached_decoding_of_variants(overrides: str) -> None:
         step_logits, state = step(state, tf.constant(index), previous, None)
         np.testing.assert_allclose(step_logits, expected[:, index], atol=1e-4)
         previous = TARGETS[:, index]
+
+
+def randomize_biases(model: Transformer) -> None:
+    """Every bias and layer norm offset of the model, drawn from N(0, 0.5)."""
+    rng = np.random.default_rng(3)
+    for weight in model.weights:
+        if weight.path.endswith(("bias", "beta")):
+            weight.assign(rng.normal(0.0, 0.5, weight.shape).astype(np.float32))
+
+
+def test_pretrained_models_options_are_honoured() -> None:
+    """Each option of a pretrained model changes the logits as it says, and only then."""
+    plain = build(TINY)
+    expected = logits(plain, INPUTS, TARGETS)
+    options = build(TINY.override("attention_bias=true,logits_bias=true"))
+    plain_weights = {w.path.split("/", 1)[1]: w for w in plain.weights}
+    for weight in options.weights:  # The same weights, and zero biases: the same logits.
+        if weight.path.split("/", 1)[1] in plain_weights:
+            weight.assign(plain_weights[weight.path.split("/", 1)[1]])
+    np.testing.assert_allclose(logits(options, INPUTS, TARGETS), expected, atol=1e-5)
+    options.logits_bias.assign(np.arange(12, dtype=np.float32))
+    shifted = logits(options, INPUTS, TARGETS)
+    np.testing.assert_allclose(
+        shifted - expected, np.broadcast_to(np.arange(12.0), shifted.shape), atol=1e-4
+    )
+    query_bias = options.decoder_layers[0].memory_attention.query_bias
+    query_bias.assign(np.ones(query_bias.shape, np.float32))
+    assert np.abs(logits(options, INPUTS, TARGETS) - shifted).max() > 1e-3
+
+
+def test_halves_sinusoid_is_sines_then_cosines() -> None:
+    positions = np.arange(7)
+    rates = 10000.0 ** (-np.arange(0, 8, 2) / 8)
+    angles = positions[:, None] * rates
+    halves = sinusoid(tf.constant(positions), 8, "halves").numpy()
+    np.testing.assert_allclose(
+        halves, np.concatenate([np.sin(angles), np.cos(angles)], 1), atol=1e-6
+    )
+    interleaved = sinusoid(tf.constant(positions), 8).numpy()
+    np.testing.assert_allclose(interleaved[:, 0::2], halves[:, :4], atol=1e-6)
 
 
 def test_xla_on_and_off_give_the_same_logits(model: Transformer) -> None:
