@@ -155,6 +155,9 @@ class TransformerHParams(HParams):
     beam_size: int = 4
     # Length penalty exponent: scores are divided by ((5 + length) / 6) ** alpha.
     alpha: float = 0.6
+    # The length penalty's form: "gnmt" as above, or "length": divided by length ** alpha
+    # (Hugging Face's, fairseq's, CTranslate2's), the form a pretrained model was made with.
+    length_penalty: Literal["gnmt", "length"] = "gnmt"
     # Longest output = input length + this.
     extra_length: int = 50
     # None: the search's slots hold every position extra_length allows. A number:

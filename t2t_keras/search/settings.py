@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Any
 
 from t2t_keras.errors import UserError
 from t2t_keras.hparam import HParams, HParamsError
@@ -29,7 +30,7 @@ STOPPING_RULES = ("first_k", "best_possible")
 # "length" by n ** alpha (CTranslate2's and fairseq's).
 LENGTH_PENALTIES = ("gnmt", "length")
 # The search settings that come from the model's hparams set when unset.
-_FROM_MODEL = ("beam_size", "alpha", "extra_length", "slot_extra_length")
+_FROM_MODEL = ("beam_size", "alpha", "extra_length", "slot_extra_length", "length_penalty")
 # The settings that shape sampling, refused without sampling=true.
 SAMPLING_SETTINGS = ("temperature", "top_k", "top_p", "seed", "samples_per_input")
 # The largest seed: the search mixes it into 32-bit hashes (`sampling`).
@@ -38,8 +39,8 @@ MAX_SEED = 2**31 - 1
 
 @dataclasses.dataclass(frozen=True)
 class SearchDefaults:
-    """What unset search settings take: the hparams set's beam_size, alpha, extra_length
-    and slot_extra_length.
+    """What unset search settings take: the hparams set's beam_size, alpha, extra_length,
+    slot_extra_length and length_penalty.
 
     A model's TransformerHParams holds them; a CTranslate2 export stores them.
     """
@@ -49,11 +50,16 @@ class SearchDefaults:
     extra_length: int
     # None: extra_length (one pass); exports made before the field have none.
     slot_extra_length: int | None = None
+    # "gnmt" for exports and hparams made before the field.
+    length_penalty: str = "gnmt"
 
     @classmethod
     def of(cls, model_hparams: SearchDefaults | SearchSettings | HParams) -> SearchDefaults:
         """The defaults a model's hparams (or an export's stored ones) give; read only here."""
-        return cls(*(getattr(model_hparams, name) for name in _FROM_MODEL))
+        given: dict[str, Any] = {name: getattr(model_hparams, name, None) for name in _FROM_MODEL}
+        if given["length_penalty"] is None:  # hparams without the field: today's.
+            del given["length_penalty"]
+        return cls(**given)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,7 +119,8 @@ class DecodeHParams(HParams):
 
     beam_size: int | None = None  # hypotheses kept per sentence; 1 = greedy; None = the set's
     alpha: float | None = None  # length penalty exponent; None = the hparams set's
-    length_penalty: str = "gnmt"  # score / ((5 + n) / 6) ** alpha ("gnmt") or n ** alpha ("length")
+    # score / ((5 + n) / 6) ** alpha ("gnmt") or n ** alpha ("length"); None = the set's
+    length_penalty: str | None = None
     extra_length: int | None = None  # output may exceed input by this many tokens; None = set's
     # positions past the input width (or width / 4) the slots first hold; None = the set's
     # (None there: every position extra_length allows, one pass)
@@ -148,7 +155,7 @@ class DecodeHParams(HParams):
             self.require(value is None or value >= 0, name, "0 or more")
         self.require(self.stopping in STOPPING_RULES, "stopping", " or ".join(STOPPING_RULES))
         self.require(
-            self.length_penalty in LENGTH_PENALTIES,
+            self.length_penalty is None or self.length_penalty in LENGTH_PENALTIES,
             "length_penalty",
             " or ".join(LENGTH_PENALTIES),
         )

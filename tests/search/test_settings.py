@@ -129,6 +129,20 @@ def test_resolving_fills_only_what_is_unset() -> None:
     assert tuple(field.name for field in dataclasses.fields(SearchSettings)) == SEARCH_SETTINGS
 
 
+def test_the_length_penalty_form_is_the_models_unless_given() -> None:
+    """A pretrained model's form (length ** alpha) is its default; exports stored
+    before the field, and hparams without it, keep GNMT's."""
+    imported = transformer_tiny().override("length_penalty=length,alpha=1.0")
+    assert DecodeHParams().resolve(imported).search.length_penalty == "length"
+    given = DecodeHParams().override("length_penalty=gnmt")
+    assert given.resolve(imported).search.length_penalty == "gnmt"
+    assert DecodeHParams().resolve(transformer_tiny()).search.length_penalty == "gnmt"
+    old_export = SearchDefaults(4, 0.6, 50, 50)
+    assert DecodeHParams().resolve(old_export).search.length_penalty == "gnmt"
+    with pytest.raises(HParamsError, match="length_penalty"):
+        DecodeHParams().override("length_penalty=power")
+
+
 def test_slots_never_hold_more_than_the_longest_output_and_old_exports_search_in_one_pass() -> None:
     tiny = transformer_tiny()
     wide = DecodeHParams().override("slot_extra_length=500").resolve(tiny).search
