@@ -48,6 +48,8 @@ setup(
         "sentencepiece>=0.2",
         "tensorboard>=2.20",
         "sacremoses>=0.1",
+        # t2t-importer reads a pretrained model's weights without PyTorch.
+        "safetensors>=0.4",
         "matplotlib>=3.8",
     ],
     extras_require={
@@ -88,6 +90,7 @@ setup(
             "t2t-evalb=t2t_keras.bin.t2t_evalb:run",
             "t2t-avg-checkpoints=t2t_keras.bin.t2t_avg_checkpoints:run",
             "t2t-exporter=t2t_keras.bin.t2t_exporter:run",
+            "t2t-importer=t2t_keras.bin.t2t_importer:run",
             "t2t-benchmark=t2t_keras.bin.t2t_benchmark:run",
             "t2t-score=t2t_keras.bin.t2t_score:run",
             "t2t-server=t2t_keras.bin.t2t_server:run",

@@ -11,7 +11,7 @@ status 143; rerun the same command to resume.
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from absl import flags
 
@@ -42,7 +42,8 @@ flags.DEFINE_string(
     "Fine-tune: a fresh run starts from this trained run's model weights (its --output_dir, "
     "its averaged directory, or a checkpoint prefix), with its own optimizer, step and "
     "schedule; the data must use the parent's vocabulary (t2t-datagen --vocab_from) and the "
-    "hparams its weights' shapes. Ignored when --output_dir already holds checkpoints.",
+    "hparams its weights' shapes (without --hparams_set: the parent's hparams, with "
+    "--hparams). Ignored when --output_dir already holds checkpoints.",
 )
 flags.DEFINE_bool(
     "warm_start_optimizer",
@@ -134,7 +135,7 @@ def main() -> int:
     from t2t_keras.training.trainer import train
 
     problem = flag_groups.resolve_problem()
-    hparams = flag_groups.resolve_hparams()
+    hparams = _hparams()
     registry.model(FLAGS.model)
     output_dir = flag_groups.required("output_dir", "the directory for checkpoints and summaries")
     config = _config()
@@ -154,6 +155,20 @@ def main() -> int:
         FLAGS.hparams_set, _TERMINATION,
     )  # fmt: skip
     return 0
+
+
+def _hparams() -> Any:
+    """--hparams_set with --hparams; with --warm_start_from and no --hparams_set, the
+    parent's hparams with --hparams (an imported model's, which no registered set has)."""
+    if FLAGS.hparams_set or not FLAGS.warm_start_from:
+        return flag_groups.resolve_hparams()
+    from absl import logging
+
+    from t2t_keras.training.warm_start import find_parent
+
+    parent = find_parent(FLAGS.warm_start_from)
+    logging.info("No --hparams_set: the hparams of %s, with --hparams.", parent.directory)
+    return parent.hparams.override(FLAGS.hparams)
 
 
 def _mixed_precision(output_dir: str) -> str:

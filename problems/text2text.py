@@ -34,3 +34,11 @@ class Text2textTmpdir(Text2TextProblem):
                 )
         for inputs, targets in read_parallel(source, target):
             yield {"inputs": inputs, "targets": targets}
+
+
+@registry.register_problem
+class Text2textTmpdirTwoVocabs(Text2textTmpdir):
+    """text2text_tmpdir with a vocabulary a side: an imported Marian model's (t2t-importer),
+    whose data t2t-datagen --vocab_from encodes with its source and target models."""
+
+    shared_vocab = False

@@ -40,7 +40,7 @@ LAYERS = (
     ("t2t_keras.metrics", "t2t_keras.run"),
     ("t2t_keras.search",),
     ("t2t_keras.serving",),
-    ("t2t_keras.export",),
+    ("t2t_keras.export", "t2t_keras.importing"),
     ("t2t_keras.server",),
     ("t2t_keras.training",),
     ("t2t_keras.benchmark",),

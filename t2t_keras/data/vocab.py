@@ -23,6 +23,7 @@ from typing import Any
 import sentencepiece as spm
 import tensorflow as tf
 
+from t2t_keras.data.foreign_pieces import IMPORTED_PREFIX, ForeignPieces
 from t2t_keras.data.ids import EOS_ID, PAD_ID, UNK_ID
 from t2t_keras.data.sentence_sample import sample_evenly
 from t2t_keras.errors import UserError
@@ -167,6 +168,14 @@ class SentencePieceVocabulary(Vocabulary):
         self.model_path = model_path
         self._model_proto = model_proto
         self._tokenizer: Any = None  # `tokenizer`, made on first use.
+        # An imported model's pieces that its own vocabulary lacks come last, past its
+        # trainer_spec.vocab_size (`foreign_pieces`); a trained model has none past it.
+        own_size, prefix = _trainer_spec(model_proto)
+        self._rows = min(self._processor.get_piece_size(), own_size)
+        self._foreign = None
+        if prefix == IMPORTED_PREFIX:
+            self._foreign = ForeignPieces(self._processor, self._rows)
+        self._piece_tokenizer: Any = None  # Piece strings, for `_foreign`'s graph lookup.
 
     @property
     def tokenizer(self) -> Any:
@@ -251,11 +260,13 @@ class SentencePieceVocabulary(Vocabulary):
 
     @property
     def vocab_size(self) -> int:
-        """Number of pieces, PAD, EOS and UNK included."""
-        return self._processor.get_piece_size()
+        """Number of pieces, PAD, EOS and UNK included (none of those read as UNK)."""
+        return self._rows
 
     def encode(self, text: str) -> list[int]:
         """Encodes one string into piece ids, without EOS."""
+        if self._foreign is not None:
+            return self._foreign.encode(text)
         return self._processor.encode(text, out_type=int)
 
     def _decode_ids(self, ids: list[int]) -> str:
@@ -267,10 +278,29 @@ class SentencePieceVocabulary(Vocabulary):
 
     def tf_encode(self, texts: tf.Tensor) -> tf.RaggedTensor:
         """Encodes [B] strings into [B, (T)] int32 piece ids in the graph, without EOS."""
-        return self.tokenizer.tokenize(texts)
+        if self._foreign is None:
+            return self.tokenizer.tokenize(texts)
+        if self._piece_tokenizer is None:
+            import tensorflow_text as tf_text
+
+            with tf.init_scope():
+                self._piece_tokenizer = tf_text.SentencepieceTokenizer(
+                    model=self._model_proto, out_type=tf.string
+                )
+        return self._foreign.tf_encode(texts, self._piece_tokenizer.tokenize)
 
     def _tf_decode_ragged(self, ids: tf.RaggedTensor) -> tf.Tensor:
         return self.tokenizer.detokenize(ids)
+
+
+def _trainer_spec(model_proto: bytes) -> tuple[int, str]:
+    """The model's trainer_spec.vocab_size (its pieces' count if unset) and model_prefix."""
+    from sentencepiece import sentencepiece_model_pb2 as model_pb2
+
+    model = model_pb2.ModelProto()  # type: ignore[attr-defined]
+    model.ParseFromString(model_proto)
+    spec = model.trainer_spec
+    return spec.vocab_size or len(model.pieces), spec.model_prefix
 
 
 class ByteVocabulary(Vocabulary):
