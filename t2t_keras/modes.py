@@ -12,6 +12,10 @@ import dataclasses
 from t2t_keras.errors import UserError
 
 XLA_MODES = ("off", "attention", "full")
+# How a beam search's length penalty divides a hypothesis's log-probability by its length
+# n (EOS counted): "gnmt" by ((5 + n) / 6) ** alpha (GNMT's, tensor2tensor's), "length" by
+# n ** alpha (Hugging Face's, fairseq's, CTranslate2's).
+LENGTH_PENALTIES = ("gnmt", "length")
 XLA_HELP = (
     "XLA compilation. off: none; attention: the attention cores and the training loss; full: "
     "those and every whole function around them: each replica's train step (t2t-trainer) and the "

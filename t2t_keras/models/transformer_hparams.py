@@ -6,6 +6,7 @@ import dataclasses
 from typing import TYPE_CHECKING, ClassVar, Literal
 
 from t2t_keras.hparam import HParams
+from t2t_keras.modes import LENGTH_PENALTIES
 
 if TYPE_CHECKING:
     from t2t_keras.data.batching import BatchingConfig
@@ -155,9 +156,9 @@ class TransformerHParams(HParams):
     beam_size: int = 4
     # Length penalty exponent: scores are divided by ((5 + length) / 6) ** alpha.
     alpha: float = 0.6
-    # The length penalty's form: "gnmt" as above, or "length": divided by length ** alpha
-    # (Hugging Face's, fairseq's, CTranslate2's), the form a pretrained model was made with.
-    length_penalty: Literal["gnmt", "length"] = "gnmt"
+    # The length penalty's form (`modes.LENGTH_PENALTIES`): "gnmt" as above, or "length":
+    # divided by length ** alpha, the form a pretrained model may have been made with.
+    length_penalty: str = "gnmt"
     # Longest output = input length + this.
     extra_length: int = 50
     # None: the search's slots hold every position extra_length allows. A number:
@@ -211,6 +212,9 @@ class TransformerHParams(HParams):
         for name in ("adam_epsilon", "learning_rate", "layer_norm_epsilon"):
             self.require(getattr(self, name) > 0.0, name, "above 0")
         self.require(self.length_bucket_step > 1.0, "length_bucket_step", "above 1")
+        self.require(
+            self.length_penalty in LENGTH_PENALTIES, "length_penalty", " or ".join(LENGTH_PENALTIES)
+        )
         self.require(
             self.tie_target_embeddings or not self.shared_embeddings,
             "tie_target_embeddings",

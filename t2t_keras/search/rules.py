@@ -37,7 +37,7 @@ from typing import Any
 import tensorflow as tf
 
 from t2t_keras.data.ids import EOS_ID, PAD_ID
-from t2t_keras.search.settings import LENGTH_PENALTIES
+from t2t_keras.modes import LENGTH_PENALTIES
 from t2t_keras.search.tree_constraint import TreeConstraint, TreeState
 
 StepFunction = Callable[[Any, tf.Tensor, tf.Tensor, tf.Tensor | None], tuple[tf.Tensor, Any]]

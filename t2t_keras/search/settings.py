@@ -21,14 +21,11 @@ from typing import Any
 
 from t2t_keras.errors import UserError
 from t2t_keras.hparam import HParams, HParamsError
+from t2t_keras.modes import LENGTH_PENALTIES
 
 # The beam search's stopping rules (see `beam.beam_search`); defined here, where
 # no TensorFlow is needed to check a --decode_hparams.
 STOPPING_RULES = ("first_k", "best_possible")
-# How alpha normalizes a hypothesis's log-probability by its length n (EOS
-# counted): "gnmt" divides by ((5 + n) / 6) ** alpha (GNMT's, tensor2tensor's),
-# "length" by n ** alpha (CTranslate2's and fairseq's).
-LENGTH_PENALTIES = ("gnmt", "length")
 # The search settings that come from the model's hparams set when unset.
 _FROM_MODEL = ("beam_size", "alpha", "extra_length", "slot_extra_length", "length_penalty")
 # The settings that shape sampling, refused without sampling=true.

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 import pytest
-from binaries import run, run_in_process
+from binaries import run_in_process
 from marian_checks import FIXTURE, check_logits, check_search, check_tokens
 
 from t2t_keras.importing.training_dir import import_marian
@@ -62,7 +62,7 @@ def test_decoder_gives_the_same_texts(marian_train_dir: Path, tmp_path: Path) ->
     lines = [line for line in EXPECTED["beam"]["lines"] if line.strip()]
     source, output = tmp_path / "in.txt", tmp_path / "out.txt"
     source.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    result = run(
+    result = run_in_process(
         "t2t-decoder", f"--output_dir={marian_train_dir}", f"--decode_from_file={source}",
         f"--decode_to_file={output}", "--xla=off",
     )  # fmt: skip
