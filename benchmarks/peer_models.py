@@ -1,5 +1,6 @@
 """The PyTorch peer: Hugging Face Marian with an hparams set's shape, its CTranslate2
-conversion, and how the Multi30k peer trains and decodes (our recipe, or its own).
+conversion, how the Multi30k peer trains and decodes (our recipe, or its own), and
+the trained peer saved as OPUS-MT's Hugging Face folders are (`save_opus_mt`).
 
 The recipes are described in docs/translation_on_a_cpu.md. torch and
 transformers are imported when first used, so the scripts' --help runs
@@ -8,7 +9,9 @@ without them.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import json
 import os
 import random
 from collections.abc import Sequence
@@ -36,6 +39,16 @@ FROM_HPARAMS = {
     "encoder_ffn_dim": "d_ff", "decoder_ffn_dim": "d_ff", "dropout": "dropout",
     "attention_dropout": "attention_dropout", "activation_dropout": "relu_dropout",
 }  # fmt: skip
+# The feed-forward activations Marian's config names: swish is x * sigmoid(x), OPUS-MT's;
+# Transformers' gelu is the exact (erf) form.
+ACTIVATIONS = ("relu", "swish", "gelu")
+# The tensors indexed by vocabulary id (rows; the bias's columns), tied or not.
+VOCABULARY_TENSORS = {
+    "model.shared.weight": 0, "model.encoder.embed_tokens.weight": 0,
+    "model.decoder.embed_tokens.weight": 0, "lm_head.weight": 0, "final_logits_bias": 1,
+}  # fmt: skip
+# Our reserved pieces (t2t_keras.data.ids: PAD 0, EOS 1, UNK 2), as Marian names them.
+RESERVED_PIECES = ("<pad>", "</s>", "<unk>")
 
 
 def peer_hparams(hparams_set: str, overrides: str) -> TransformerHParams:
@@ -76,6 +89,7 @@ def marian_model(
     eos_id: int,
     forced_eos: bool,
     seed: int,
+    activation: str = "relu",
 ) -> MarianMTModel:
     """The set's shape as a Marian model, its weights drawn with torch seeded by `seed`.
 
@@ -85,6 +99,7 @@ def marian_model(
       pad_id: PAD, also the decoder's start symbol (a zero embedding).
       eos_id: EOS.
       forced_eos: whether generation writes EOS at the length limit.
+      activation: the feed-forward blocks', one of ACTIVATIONS.
     """
     import torch
     from transformers import MarianConfig, MarianMTModel
@@ -92,7 +107,7 @@ def marian_model(
     torch.manual_seed(seed)
     config = MarianConfig(
         **{theirs: getattr(hparams, ours) for theirs, ours in FROM_HPARAMS.items()},
-        vocab_size=vocab_size, activation_function="relu", scale_embedding=True,
+        vocab_size=vocab_size, activation_function=activation, scale_embedding=True,
         init_std=hparams.initializer_stddev or 0.02, share_encoder_decoder_embeddings=True,
         tie_word_embeddings=True, pad_token_id=pad_id, eos_token_id=eos_id,
         forced_eos_token_id=eos_id if forced_eos else None, decoder_start_token_id=pad_id,
@@ -174,6 +189,100 @@ def convert_to_ctranslate2(model: MarianMTModel, tokens: Sequence[str], work_dir
     model_dir, output_dir = os.path.join(work_dir, "marian"), os.path.join(work_dir, "ct2")
     model.save_pretrained(model_dir)
     return Converter(model_dir).convert(output_dir)
+
+
+def to_marian_ids(ids: Sequence[int], vocab_size: int) -> list[int]:
+    """Our ids (PAD 0, EOS 1, UNK 2, pieces) as Marian's (EOS 0, UNK 1, pieces, PAD last)."""
+    return [(index - 1) % vocab_size for index in ids]
+
+
+def save_opus_mt(
+    model: MarianMTModel,
+    spm_path: str,
+    out_dir: str,
+    languages: tuple[str, str],
+    **generation: Any,
+) -> None:
+    """Saves `model`, trained in our ids with the SentencePiece model `spm_path`, as
+    OPUS-MT's Hugging Face folders are, in Marian's ids: config.json (every field),
+    generation_config.json, model.safetensors, source.spm and target.spm (both
+    `spm_path`), vocab.json (each piece's Marian id), tokenizer_config.json.
+
+    Marian's id of our id i is (i - 1) mod V (`to_marian_ids`), so every tensor indexed
+    by id is reordered so, and nothing else changes: MarianMTModel.from_pretrained and
+    MarianTokenizer.from_pretrained on out_dir give the outputs `model` gives on our ids.
+
+    Args:
+      model: the trained model, with our PAD (0), EOS (1) and PAD as the decoder's start.
+      spm_path: its SentencePiece model, with PAD 0, EOS 1, UNK 2.
+      out_dir: the folder written (made if missing).
+      languages: (source, target) language codes, for tokenizer_config.json.
+      **generation: generation_config.json's decoding settings (num_beams, length_penalty,
+        max_length, ...); the ids in it are Marian's and set here.
+    """
+    import sentencepiece as spm
+    import torch
+    from transformers import GenerationConfig, MarianMTModel, MarianTokenizer
+
+    size, theirs = model.config.vocab_size, model.config
+    processor = spm.SentencePieceProcessor(model_file=spm_path)
+    pieces = [processor.id_to_piece(index) for index in range(processor.get_piece_size())]
+    if len(pieces) != size or tuple(pieces[:3]) != RESERVED_PIECES:
+        raise ValueError(f"{spm_path}: not {size} pieces starting {RESERVED_PIECES}.")
+    if (theirs.pad_token_id, theirs.eos_token_id, theirs.decoder_start_token_id) != (0, 1, 0):
+        raise ValueError("The model does not use our ids (PAD 0, EOS 1, PAD as the start).")
+    # Marian's id m is our m + 1; our PAD (0) goes last.
+    rows = torch.arange(1, size + 1) % size
+    state = {}
+    for name, tensor in model.state_dict().items():
+        if name in VOCABULARY_TENSORS:
+            tensor = tensor.index_select(VOCABULARY_TENSORS[name], rows)
+        elif size in tensor.shape:
+            raise ValueError(f"{name} {tuple(tensor.shape)} has a side of the vocabulary's size.")
+        state[name] = tensor.detach().clone()
+    eos, pad = 0, size - 1
+    config = copy.deepcopy(theirs)
+    config.pad_token_id, config.eos_token_id, config.decoder_start_token_id = pad, eos, pad
+    config.forced_eos_token_id = None if theirs.forced_eos_token_id is None else eos
+    config.architectures = ["MarianMTModel"]
+    marian = MarianMTModel(config)
+    marian.load_state_dict(state)
+    marian.generation_config = GenerationConfig(
+        decoder_start_token_id=pad, eos_token_id=eos, pad_token_id=pad,
+        forced_eos_token_id=config.forced_eos_token_id, bad_words_ids=[[pad]], **generation,
+    )  # fmt: skip
+    os.makedirs(out_dir, exist_ok=True)
+    marian.save_pretrained(out_dir)
+    # Every field, as OPUS-MT's config.json has them, not only those off Transformers' defaults.
+    config.to_json_file(os.path.join(out_dir, "config.json"), use_diff=False)
+    vocab_path = os.path.join(out_dir, "vocab.json")
+    vocab = {pieces[(index + 1) % size]: index for index in range(size)}  # Marian's id order.
+    with open(vocab_path, "w", encoding="utf-8") as file:
+        json.dump(vocab, file, indent=2)
+    spm_paths = [os.path.join(out_dir, name) for name in ("source.spm", "target.spm")]
+    for path in spm_paths:
+        with open(spm_path, "rb") as source, open(path, "wb") as copied:
+            copied.write(source.read())
+    source_lang, target_lang = languages
+    MarianTokenizer(
+        *spm_paths, vocab_path, source_lang=source_lang, target_lang=target_lang,
+        clean_up_tokenization_spaces=False,  # As SentencePiece decodes: " ." stays.
+    ).save_pretrained(out_dir)  # fmt: skip
+
+
+def opus_mt_translate(marian_dir: str, sources: Sequence[str]) -> tuple[list[list[int]], list[str]]:
+    """`sources` translated as a user of an OPUS-MT folder does, in one batch with its
+    generation_config.json: the tokenizer's ids of each source, and the outputs."""
+    import torch
+    from transformers import MarianMTModel, MarianTokenizer
+
+    tokenizer = MarianTokenizer.from_pretrained(marian_dir)
+    model = MarianMTModel.from_pretrained(marian_dir).eval()
+    inputs = tokenizer(list(sources), return_tensors="pt", padding=True)
+    with torch.inference_mode():
+        generated = model.generate(**inputs)
+    ids = [tokenizer(source).input_ids for source in sources]
+    return ids, tokenizer.batch_decode(generated, skip_special_tokens=True)
 
 
 @dataclasses.dataclass(frozen=True)

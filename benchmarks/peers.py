@@ -86,7 +86,9 @@ def peer_calls(hparams: TransformerHParams, modes: list[str], work_dir: str) -> 
     import ctranslate2
 
     vocab_size, pad_id = hparams.vocab_size, hparams.vocab_size - 1
-    marian = peer_models.marian_model(hparams, vocab_size, pad_id, EOS_ID, False, FLAGS.seed)
+    marian = peer_models.marian_model(
+        hparams, vocab_size, pad_id, EOS_ID, False, FLAGS.seed, hparams.ffn_activation
+    )
     calls: Calls = {}
     if "train" in modes:
         model, recipe = copy.deepcopy(marian).train(), peer_models.Recipe("own", hparams)

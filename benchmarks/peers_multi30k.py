@@ -5,6 +5,27 @@ and test files of `train_multi30k.py` (a work_dir holding them is reused);
 its JSON line compares with ours. Figures: docs/benchmarks.md#quality-per-training-minute.
 
     .venv/bin/python benchmarks/peers_multi30k.py --reference_minutes=30 --work_dir=/tmp/m30k
+
+--activation=swish trains the feed-forward blocks with OPUS-MT's activation instead of
+relu (the paper's, and the default).
+
+--save_marian_dir=DIR also saves the trained model as OPUS-MT's Hugging Face folders
+are (`huggingface-cli download Helsinki-NLP/opus-mt-en-de`): config.json,
+generation_config.json, model.safetensors, source.spm, target.spm, vocab.json,
+tokenizer_config.json, for MarianMTModel and MarianTokenizer.from_pretrained. The
+peer trains in our ids (PAD 0, EOS 1, UNK 2, pieces: the vocabulary ours trains
+with); the folder has Marian's (EOS 0, UNK 1, pieces, PAD last, PAD the decoder's
+start), each of our ids i becoming (i - 1) mod V: the embedding rows and
+final_logits_bias are reordered so when saved, which changes no output. source.spm
+and target.spm are both the one joint SentencePiece model; vocab.json maps its
+pieces to Marian's ids. generation_config.json holds the decoding's settings:
+num_beams, length_penalty, early stopping, PAD never an output (bad_words_ids), and
+max_length = the hparams set's max_length + 1 (Transformers counts the start
+symbol); the script also stops each batch at its longest input + extra_length,
+which a fixed max_length cannot say. The script then translates the first
+ROUND_TRIP_LINES lines of the first --test_sets from the folder as its users do
+(the tokenizer, generate, batch_decode(skip_special_tokens=True)) and reports in its
+JSON line ("marian_dir") how many of their ids and translations equal its own.
 """
 
 from __future__ import annotations
@@ -37,6 +58,8 @@ if TYPE_CHECKING:
 
 # The project's id convention (t2t_keras.data.ids), without importing TensorFlow.
 PAD_ID, EOS_ID = 0, 1
+# Lines of the first test set the saved Marian folder translates to check itself.
+ROUND_TRIP_LINES = 20
 
 flags.DEFINE_string("work_dir", None, "Where data and decodes go; a temporary folder if unset.")
 flags.DEFINE_integer("threads", 2, "torch intra-op and inter-op threads.")
@@ -51,6 +74,10 @@ flags.DEFINE_integer("warmup_steps", 1000, "own: linear warmup, then inverse squ
 flags.DEFINE_integer("beam_size", 4, "own: beam width of decoding.")
 flags.DEFINE_integer("extra_length", 50, "own: output tokens allowed beyond the longest input.")
 flags.DEFINE_integer("decode_batch", 32, "Sentences per decoding batch.")
+flags.DEFINE_enum("activation", "relu", list(peer_models.ACTIVATIONS), "The feed-forward "
+                  "blocks' activation; swish (x * sigmoid(x)) is OPUS-MT's.")  # fmt: skip
+flags.DEFINE_string("save_marian_dir", None, "Also save the trained model there as "
+                    "OPUS-MT's Hugging Face folders are, in Marian's ids (see the docstring).")  # fmt: skip
 flags.DEFINE_list("curve_minutes", [], "Also score the weights as they were at each of these "
                   "minutes of the budget (quality_curve.py).")  # fmt: skip
 FLAGS = flags.FLAGS
@@ -181,6 +208,41 @@ def quality_curve(peer: Peer, snapshots: list[Snapshot], minute_seconds: float) 
     return points
 
 
+def save_marian(peer: Peer, spm_path: str) -> None:
+    """The trained model into --save_marian_dir, decoding as `translate` does."""
+    recipe = peer.recipe
+    peer_models.save_opus_mt(
+        peer.model, spm_path, FLAGS.save_marian_dir, ("en", "de"), num_beams=recipe.beam_size,
+        length_penalty=recipe.length_penalty, early_stopping=True, do_sample=False,
+        max_length=recipe.hparams.max_length + 1,  # The start symbol, then max_length tokens.
+    )  # fmt: skip
+    logging.info("Saved the model as OPUS-MT's folders are in %s.", FLAGS.save_marian_dir)
+
+
+def round_trip(peer: Peer) -> dict:
+    """The saved folder's ids and translations of the first lines of the first --test_sets,
+    as its users get them, against the ids the model trained on and the scored decodes."""
+    name = FLAGS.test_sets[0]
+    sources = read_text_lines(corpus_path(name, "en"))
+    decodes = read_text_lines(os.path.join(FLAGS.work_dir, "peer", f"{name}.decodes"))
+    lines = [index for index, text in enumerate(sources) if text.strip()][:ROUND_TRIP_LINES]
+    ids, outputs = peer_models.opus_mt_translate(FLAGS.save_marian_dir, [sources[i] for i in lines])
+    vocab_size = peer.processor.get_piece_size()
+    same_ids = same_outputs = 0
+    for index, marian_ids, output in zip(lines, ids, outputs, strict=True):
+        trained = peer_models.to_marian_ids(encode(peer.processor, sources[index]), vocab_size)
+        same_ids += marian_ids == trained
+        same_outputs += output == decodes[index]
+        if marian_ids != trained or output != decodes[index]:
+            logging.warning("%s line %d: the saved folder gives ids %s, %r; trained on %s, "
+                            "scored %r.", name, index + 1, marian_ids, output, trained,
+                            decodes[index])  # fmt: skip
+    logging.info("The saved folder, on %d lines of %s: %d same ids, %d same translations.",
+                 len(lines), name, same_ids, same_outputs)  # fmt: skip
+    fields = {"test_set": name, "lines": len(lines), "same_ids": same_ids}
+    return {"path": FLAGS.save_marian_dir, **fields, "same_translations": same_outputs}
+
+
 def resolve_recipe() -> Recipe:
     """--recipe resolved once: the hparams set's settings, or the peer's own flags."""
     hparams = peer_models.peer_hparams(FLAGS.hparams_set, FLAGS.hparams)
@@ -207,20 +269,27 @@ def main(argv: list[str]) -> None:
         raise ValueError(f"{model_path} does not have PAD={PAD_ID} and EOS={EOS_ID}.")
     pairs = training_pairs(processor, recipe.hparams.max_length)
     vocab_size = processor.get_piece_size()
-    model = peer_models.marian_model(recipe.hparams, vocab_size, PAD_ID, EOS_ID, True, FLAGS.seed)
+    model = peer_models.marian_model(
+        recipe.hparams, vocab_size, PAD_ID, EOS_ID, True, FLAGS.seed, FLAGS.activation
+    )
     minute_seconds = training_budget.minute_seconds(machine_facts)
     marks = [float(minute) * minute_seconds for minute in FLAGS.curve_minutes]
     trained, snapshots = train(model, pairs, recipe, budget, marks)
     peer = Peer(model, processor, recipe)
+    if FLAGS.save_marian_dir:
+        save_marian(peer, model_path)
     summary = {
         "system": f"marian ({peer_models.marian_version()})",
         **training_budget.summary(budget),
         **machine_facts,
         "hparams_set": FLAGS.hparams_set,
         **recipe.settings(),
+        "activation": FLAGS.activation,
         **trained,
         "checkpoints": {"last": evaluate(peer, os.path.join(FLAGS.work_dir, "peer"))},
     }
+    if FLAGS.save_marian_dir:
+        summary["marian_dir"] = round_trip(peer)
     if FLAGS.curve_minutes:
         summary["curve"] = quality_curve(peer, snapshots, minute_seconds)
     print(json.dumps(summary), flush=True)
