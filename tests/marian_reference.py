@@ -243,7 +243,7 @@ def build_random_marian(
     _end_sentences(model, [tokenizer(line).input_ids for line in _multi30k("train.en", 4)])
     settings = _generation_settings(vocab_size - 1)
     model.generation_config = GenerationConfig(**settings)
-    # Float16, as OPUS-MT's weights (converted with model.half()).
+    # Float16: the importer must read half-precision checkpoints too (in float32).
     model.to(torch.float16).save_pretrained(str(directory), safe_serialization=True)
     config_path = directory / "config.json"
     config = json.loads(config_path.read_text(encoding="utf-8")) | settings
