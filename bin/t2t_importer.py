@@ -18,12 +18,21 @@ from __future__ import annotations
 
 from absl import flags
 
+from t2t_keras import modes
 from t2t_keras.bin import flag_groups, program
 
 flag_groups.define_registry_flags()
 flags.DEFINE_enum("from", None, ["marian"], "The framework the model comes from.")
 flags.DEFINE_string("model_dir", None, "The directory of the model to import.")
 flags.DEFINE_string("output_dir", None, "The training directory to write (new or empty).")
+flags.DEFINE_enum(
+    "decoder_start",
+    "pad",
+    list(modes.DECODER_STARTS),
+    "How the decoder starts: pad, from the pad row's embedding, as Hugging Face's generate "
+    "does; zero, from none, as CTranslate2's converter does (the same where the pad row is "
+    "zero, as in OPUS-MT's published models).",
+)
 FLAGS = flags.FLAGS
 
 
@@ -37,7 +46,7 @@ def main() -> int:
     output_dir = flag_groups.required("output_dir", "the new training directory to write")
     from t2t_keras.importing.training_dir import import_marian
 
-    checkpoint = import_marian(model_dir, output_dir)
+    checkpoint = import_marian(model_dir, output_dir, FLAGS.decoder_start)
     print(checkpoint)
     print(
         f"Translate with: t2t-decoder --output_dir={output_dir} --decode_from_file=IN "

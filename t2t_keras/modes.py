@@ -16,6 +16,10 @@ XLA_MODES = ("off", "attention", "full")
 # n (EOS counted): "gnmt" by ((5 + n) / 6) ** alpha (GNMT's, tensor2tensor's), "length" by
 # n ** alpha (Hugging Face's, fairseq's, CTranslate2's).
 LENGTH_PENALTIES = ("gnmt", "length")
+# How a decoder starts: "pad", the PAD row's embedding at the first position (ours,
+# Hugging Face's); "zero", no token there (CTranslate2's Marian models). Both add the
+# first position's signal.
+DECODER_STARTS = ("pad", "zero")
 XLA_HELP = (
     "XLA compilation. off: none; attention: the attention cores and the training loss; full: "
     "those and every whole function around them: each replica's train step (t2t-trainer) and the "

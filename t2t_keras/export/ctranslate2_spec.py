@@ -113,6 +113,7 @@ def model_spec(
     spec.config.eos_token = EOS_PIECE
     spec.config.bos_token = PAD_PIECE  # No BOS: the decoder starts from PAD.
     spec.config.decoder_start_token = PAD_PIECE
+    spec.decoder.start_from_zero_embedding = hparams.decoder_start == "zero"
     spec.config.layer_norm_epsilon = hparams.layer_norm_epsilon
     for side, register, size in (
         ("inputs", spec.register_source_vocabulary, hparams.vocab_size),

@@ -95,8 +95,12 @@ def _read_json(directory: str, name: str) -> dict[str, Any]:
     return value
 
 
-def marian_hparams(marian: MarianModel) -> TransformerHParams:
+def marian_hparams(marian: MarianModel, decoder_start: str = "pad") -> TransformerHParams:
     """Our hparams for the model `marian.config` describes, its decoding defaults included.
+
+    decoder_start: "pad" to start the decoder as Hugging Face's generate does, from the
+    pad row's embedding, or "zero" as CTranslate2's converter does, from none (the same
+    where the pad row is zero, as in OPUS-MT's conversions).
 
     Raises:
       UnsupportedModel: a config key we cannot represent, named with the reason.
@@ -130,6 +134,7 @@ def marian_hparams(marian: MarianModel) -> TransformerHParams:
         logits_bias=True,
         position_layout="halves",
         position_start=0,
+        decoder_start=decoder_start,
         # No limit relative to the input, as Hugging Face's generate: max_length alone.
         extra_length=_max_length(config, generation),
         slot_extra_length=50,

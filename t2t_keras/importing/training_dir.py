@@ -31,8 +31,10 @@ PROBLEM = "text2text_tmpdir_two_vocabs"
 VOCAB_FILES = {"inputs": "vocab.source.model", "targets": "vocab.target.model"}
 
 
-def import_marian(model_dir: str, output_dir: str) -> str:
+def import_marian(model_dir: str, output_dir: str, decoder_start: str = "pad") -> str:
     """Writes the Marian model in model_dir as a training directory at output_dir.
+
+    decoder_start: `marian_hparams`'.
 
     Returns:
       The checkpoint prefix written.
@@ -44,7 +46,7 @@ def import_marian(model_dir: str, output_dir: str) -> str:
     output_dir = os.path.abspath(os.path.expanduser(output_dir))
     _check_free(output_dir)
     marian = read_marian(model_dir)
-    hparams = marian_hparams(marian)
+    hparams = marian_hparams(marian, decoder_start)
     vocabularies = our_vocabularies(marian)
     model = build_model(MODEL_NAME, hparams, use_xla=False)
     _assign(model, our_weights(marian, hparams, MODEL_NAME), model_dir)

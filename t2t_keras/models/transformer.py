@@ -339,6 +339,13 @@ class Transformer(IncrementalDecoding, keras.Model):
         if stack == 0 and self.word_starts is not None:  # The word each piece belongs to.
             starts = tf.cast(tf.gather(self.word_starts, ids), tf.int32)
             positions = tf.maximum(tf.cumsum(starts, axis=1) - 1, 0)
+        if stack == 1 and self.hparams.decoder_start == "zero":  # No token at the first.
+            started = tf.cast(positions != self.hparams.position_start, x.dtype)
+            x *= (
+                started[tf.newaxis, :, tf.newaxis]
+                if positions.shape.rank == 1
+                else started[..., None]
+            )
         x = x + tf.cast(self._position_signal(positions, stack), x.dtype)
         if leaves is not None and self.leaf_projection is not None:
             leaf_signal = self._position_signal(leaves, None)

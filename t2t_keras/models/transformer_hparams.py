@@ -6,7 +6,7 @@ import dataclasses
 from typing import TYPE_CHECKING, ClassVar, Literal
 
 from t2t_keras.hparam import HParams
-from t2t_keras.modes import LENGTH_PENALTIES
+from t2t_keras.modes import DECODER_STARTS, LENGTH_PENALTIES
 
 if TYPE_CHECKING:
     from t2t_keras.data.batching import BatchingConfig
@@ -85,6 +85,9 @@ class TransformerHParams(HParams):
     position_layout: Literal["interleaved", "halves"] = "interleaved"
     # The position of each sequence's first token (fairseq's models start at 2).
     position_start: int = 0
+    # The decoder's first input: the first position's signal plus "pad", the PAD row's
+    # embedding (ours, Hugging Face's), or "zero", nothing (CTranslate2's Marian models).
+    decoder_start: str = "pad"
     # Parsing: each decoder input also carries the position of the word its tree
     # writes next (the sinusoid of the leaves already written, projected), which
     # the model would otherwise have to count; the trainer sets leaf_id.
@@ -214,6 +217,9 @@ class TransformerHParams(HParams):
         self.require(self.length_bucket_step > 1.0, "length_bucket_step", "above 1")
         self.require(
             self.length_penalty in LENGTH_PENALTIES, "length_penalty", " or ".join(LENGTH_PENALTIES)
+        )
+        self.require(
+            self.decoder_start in DECODER_STARTS, "decoder_start", " or ".join(DECODER_STARTS)
         )
         self.require(
             self.tie_target_embeddings or not self.shared_embeddings,

@@ -246,7 +246,7 @@ def test_cached_decoding_reproduces_teacher_forcing(model: Transformer) -> None:
         "leaf_positions=true,leaf_id=4",
         "leaf_words=true,leaf_positions=true,leaf_id=4",
         "ffn_activation=swish,attention_bias=true,logits_bias=true,position_layout=halves",
-        "ffn_activation=gelu,position_start=2",
+        "ffn_activation=gelu,position_start=2,decoder_start=zero",
     ],
 )
 def test_cached_decoding_of_variants(overrides: str) -> None:
@@ -287,6 +287,22 @@ def test_pretrained_models_options_are_honoured() -> None:
     query_bias = options.decoder_layers[0].memory_attention.query_bias
     query_bias.assign(np.ones(query_bias.shape, np.float32))
     assert np.abs(logits(options, INPUTS, TARGETS) - shifted).max() > 1e-3
+
+
+def test_a_zero_start_is_a_pad_start_with_a_zero_pad_row() -> None:
+    """decoder_start=zero (CTranslate2's Marian models) adds no token at the decoder's
+    first position: the same as starting from the PAD row when that row is zero."""
+    keras.utils.set_random_seed(4)
+    plain, zero = build(TINY), build(TINY.override("decoder_start=zero"))
+    zero.set_weights(plain.get_weights())
+    assert np.abs(logits(zero, INPUTS, TARGETS) - logits(plain, INPUTS, TARGETS)).max() > 1e-3
+    table = plain.source_embedding.embeddings
+    table.assign(tf.tensor_scatter_nd_update(table, [[0]], tf.zeros([1, 8])))
+    zero.set_weights(plain.get_weights())
+    # PAD's own logit differs (its row is zero in one model only); every other is the same.
+    np.testing.assert_allclose(
+        logits(zero, INPUTS, TARGETS)[..., 1:], logits(plain, INPUTS, TARGETS)[..., 1:], atol=1e-5
+    )
 
 
 def test_halves_sinusoid_is_sines_then_cosines() -> None:
