@@ -145,7 +145,9 @@ def peer_fields(label: str) -> dict[str, str]:
 
 def ours(mode: str, hparams: TransformerHParams) -> dict:
     """t2t-benchmark's JSON line for the same shapes."""
-    overrides = ",".join(filter(None, (FLAGS.hparams, f"vocab_size={hparams.vocab_size}")))
+    # The vocabulary the peers were given, unless --hparams gives it already.
+    size = "" if "vocab_size=" in FLAGS.hparams else f"vocab_size={hparams.vocab_size}"
+    overrides = ",".join(filter(None, (FLAGS.hparams, size)))
     given = {name: FLAGS[name].value for name in ("xla", "mixed_precision")}
     arguments = {
         "mode": mode, "hparams_set": FLAGS.hparams_set, "hparams": overrides, **shapes(mode),
