@@ -20,19 +20,27 @@ source width, L output positions.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
 import tensorflow as tf
 
 from t2t_keras.data.tree_tokens import TreeTokens
 from t2t_keras.layers.shape_list import shape_list
-from t2t_keras.models.decoding import DecodingMemory, StepFunction
+from t2t_keras.models.decoding import StepFunction
 from t2t_keras.models.transformer import Transformer
 from t2t_keras.search.beam import BeamSearch, BeamState
 from t2t_keras.search.decoder import ModelSearch, decode_limits, minimum_lengths
 from t2t_keras.search.greedy import GreedySearch
 from t2t_keras.search.rules import NEG_INF
 from t2t_keras.search.settings import SearchSettings
+from t2t_keras.search.slot_state import (
+    Finished,
+    Slots,
+    row_count,
+    take_rows,
+    where_rows,
+    without_spare_row,
+)
 
 # What a slot takes of the sentence it is given, besides its search.
 _CARRIED = ("memory", "inputs", "max_lengths", "min_lengths", "sentence", "streams", "seeds")
@@ -47,35 +55,6 @@ _SEARCHED_FIRST = (
     "done",
     "tree",
 )
-
-
-class Slots(NamedTuple):
-    """The N slots: their sentences' searches and what each step reads of them."""
-
-    search: Any  # BeamState or GreedyState over the N slots
-    memory: DecodingMemory  # each slot's encoder output (`Transformer.encode_for_decoding`)
-    inputs: tf.Tensor  # [N, S] each slot's input ids
-    max_lengths: tf.Tensor  # [N] most tokens before EOS
-    min_lengths: tf.Tensor  # [N] fewest tokens before EOS
-    sentence: tf.Tensor  # [N] int32: the sentence in the slot (the caller's number), -1 none
-    # Sampling's: [N] int32 each slot's stream and seed (a server's, whose requests each
-    # have their own); () for the sentence's number and the settings' seed.
-    streams: Any = ()
-    seeds: Any = ()
-
-
-class Finished(NamedTuple):
-    """The sentences a call finished, in the order they finished; rows past `count` unused."""
-
-    count: tf.Tensor  # int32
-    slot_steps: tf.Tensor  # int32: steps x N, and those that advanced a sentence not done
-    busy_steps: tf.Tensor
-    sentence: tf.Tensor  # [N + M] int32: the caller's numbers
-    ids: tf.Tensor  # [N + M, R, L] int32
-    scores: tf.Tensor  # [N + M, R] float32
-    # [N + M] bool: the sentence needed more positions than the slots hold; its
-    # ids and scores are not a result (`SlotLoop.empty`).
-    evicted: tf.Tensor
 
 
 class SlotLoop(ModelSearch):
@@ -166,7 +145,7 @@ class SlotLoop(ModelSearch):
           (the slots, the sentences finished).
         """
         pending = self._pending(block, numbers, self._length(slots))
-        finished = self._none_finished(slots, _rows(slots.sentence) + _rows(numbers))
+        finished = self._none_finished(slots, row_count(slots.sentence) + row_count(numbers))
 
         def keep_going(slots: Slots, placed: tf.Tensor, finished: Finished) -> tf.Tensor:
             busy = tf.reduce_sum(tf.cast(slots.sentence >= 0, tf.int32))
@@ -178,13 +157,13 @@ class SlotLoop(ModelSearch):
             return self._step(slots, pending, placed, count, finished)
 
         slots, _, finished = tf.while_loop(keep_going, body, (slots, tf.constant(0), finished))
-        return slots, _without_spare_row(finished)
+        return slots, without_spare_row(finished)
 
     def halved(self, slots: Slots) -> Slots:
         """The slots in half as many, holding their sentences mid-search (at most
         half the slots busy): the k-th busy slot becomes slot k, each of its rows'
         parents, a row number, moved with it."""
-        count = _rows(slots.sentence)
+        count = row_count(slots.sentence)
         half = count // 2
         kept = tf.argsort(tf.cast(slots.sentence < 0, tf.int32), stable=True)[:half]
 
@@ -226,7 +205,7 @@ class SlotLoop(ModelSearch):
         search = self.search(slots, step)
         busy = tf.reduce_sum(tf.cast(~slots.search.done & (slots.sentence >= 0), tf.int32))
         finished = finished._replace(
-            slot_steps=finished.slot_steps + _rows(slots.sentence),
+            slot_steps=finished.slot_steps + row_count(slots.sentence),
             busy_steps=finished.busy_steps + busy,
         )
         slots, finished = self._collect(
@@ -275,11 +254,11 @@ class SlotLoop(ModelSearch):
         empty = slots.sentence < 0
         source = placed + tf.cumsum(tf.cast(empty, tf.int32)) - 1
         taken = empty & (source < count)
-        source = tf.clip_by_value(source, 0, _rows(pending.sentence) - 1)
+        source = tf.clip_by_value(source, 0, row_count(pending.sentence) - 1)
 
         def refill() -> Slots:
             def take(old: tf.Tensor, new: tf.Tensor) -> tf.Tensor:
-                return _take_rows(taken, source, new, old)
+                return take_rows(taken, source, new, old)
 
             refilled = slots._replace(
                 **{
@@ -304,32 +283,34 @@ class SlotLoop(ModelSearch):
         """The slots' search with each slot taken [N] starting sentence source [N] of
         pending: at position 0 (greedy search), or after it (`_first_step`)."""
         old = slots.search
-        fresh_rows = self.model.fresh_decoding_rows(_rows(taken), self._length(slots), self.beams)
+        fresh_rows = self.model.fresh_decoding_rows(
+            row_count(taken), self._length(slots), self.beams
+        )
         first = pending.search
         if first is None:  # Each row taken from a search started afresh.
             fresh = self.search(refilled, None).start({**old.model_state, **fresh_rows})
             return tf.nest.map_structure(
-                lambda old, new: old if new is old else _where_rows(taken, new, old), old, fresh
+                lambda old, new: old if new is old else where_rows(taken, new, old), old, fresh
             )
         model_state = {
             **old.model_state,
             **{
-                name: _where_rows(taken, rows, old.model_state[name])
+                name: where_rows(taken, rows, old.model_state[name])
                 for name, rows in fresh_rows.items()
             },
         }
 
         def take(old: tf.Tensor, new: tf.Tensor) -> tf.Tensor:
-            return _take_rows(taken, source, new, old)
+            return take_rows(taken, source, new, old)
 
         beams = self.beams
-        own_first_rows = tf.repeat(tf.range(_rows(taken)) * beams, beams)  # Beam 0 of each.
+        own_first_rows = tf.repeat(tf.range(row_count(taken)) * beams, beams)  # Beam 0 of each.
         return old._replace(
             **{
                 name: tf.nest.map_structure(take, getattr(old, name), getattr(first, name))
                 for name in _SEARCHED_FIRST
             },
-            parents=_where_rows(taken, own_first_rows, old.parents),
+            parents=where_rows(taken, own_first_rows, old.parents),
             model_state=model_state,  # Position 0 is written after the cond (`_refill`).
         )
 
@@ -342,7 +323,7 @@ class SlotLoop(ModelSearch):
         evicted = placed & ~slots.search.done & (slots.search.index >= self._length(slots))
         leaving = (slots.search.done & placed) | evicted
         ids, scores = search.results(slots.search)
-        unused = _rows(finished.sentence) - 1
+        unused = row_count(finished.sentence) - 1
         at = tf.where(leaving, finished.count + tf.cumsum(tf.cast(leaving, tf.int32)) - 1, unused)
         at = at[:, tf.newaxis]
         finished = finished._replace(
@@ -389,38 +370,5 @@ class SlotLoop(ModelSearch):
         )  # fmt: skip
 
 
-def _without_spare_row(finished: Finished) -> Finished:
-    """finished without its last row, where the unfinished were written."""
-    return finished._replace(
-        sentence=finished.sentence[:-1],
-        ids=finished.ids[:-1],
-        scores=finished.scores[:-1],
-        evicted=finished.evicted[:-1],
-    )
-
-
 def _no_step(*_: Any) -> Any:
     raise AssertionError("a search built to start or read results was advanced")
-
-
-def _rows(tensor: tf.Tensor) -> int | tf.Tensor:
-    """The first dimension, static when known."""
-    return tensor.shape[0] if tensor.shape[0] is not None else tf.shape(tensor)[0]
-
-
-def _where_rows(taken: tf.Tensor, new: tf.Tensor, old: tf.Tensor) -> tf.Tensor:
-    """old with the rows of the slots taken [N] from new (each N or N * K rows, slot-major)."""
-    slots = _rows(taken)
-    merged = tf.where(
-        taken[:, tf.newaxis], tf.reshape(new, [slots, -1]), tf.reshape(old, [slots, -1])
-    )
-    return tf.ensure_shape(tf.reshape(merged, shape_list(old)), old.shape)
-
-
-def _take_rows(taken: tf.Tensor, source: tf.Tensor, new: tf.Tensor, old: tf.Tensor) -> tf.Tensor:
-    """old [N or N * K, ...] with the slots taken [N] holding sentence source [N] of new
-    [M or M * K, ...] (its rows sentence-major)."""
-    sentences = tf.reshape(
-        new, [-1, tf.reduce_prod(tf.shape(old)[1:]) * (_rows(old) // _rows(taken))]
-    )
-    return _where_rows(taken, tf.gather(sentences, source), old)

@@ -43,13 +43,13 @@ from t2t_keras.data.ids import PAD_ID
 from t2t_keras.layers.shape_list import shape_list
 from t2t_keras.models.transformer import Transformer
 from t2t_keras.search.settings import SearchSettings
-from t2t_keras.search.slot_loop import (
+from t2t_keras.search.slot_loop import SlotLoop
+from t2t_keras.search.slot_state import (
     Finished,
-    SlotLoop,
     Slots,
-    _rows,
-    _take_rows,
-    _without_spare_row,
+    row_count,
+    take_rows,
+    without_spare_row,
 )
 
 
@@ -222,7 +222,9 @@ class SlotParts(SlotLoop):
         Returns:
           (the slots, how many of the block are placed, the sentences finished).
         """
-        finished = self._none_finished(slots, _rows(slots.sentence) + _rows(pending.sentence))
+        finished = self._none_finished(
+            slots, row_count(slots.sentence) + row_count(pending.sentence)
+        )
 
         def keep_going(
             step: tf.Tensor, slots: Slots, placed: tf.Tensor, finished: Finished
@@ -243,7 +245,7 @@ class SlotParts(SlotLoop):
         _, slots, placed, finished = tf.while_loop(
             keep_going, body, (tf.constant(0), slots, placed, finished)
         )
-        return slots, placed, _without_spare_row(finished)
+        return slots, placed, without_spare_row(finished)
 
     def _prefill_into(
         self, block: tf.Tensor, numbers: tf.Tensor, streams: tf.Tensor, seeds: tf.Tensor
@@ -277,7 +279,7 @@ class SlotParts(SlotLoop):
         busy_first = tf.argsort(tf.cast(~busy, tf.int32), stable=True)
         from_slot = tf.gather(busy_first, tf.clip_by_value(rank, 0, source.slots - 1))
         moved = tf.nest.map_structure(
-            lambda old, new: None if old is None else _take_rows(taken, from_slot, new, old),
+            lambda old, new: None if old is None else take_rows(taken, from_slot, new, old),
             mine,
             theirs,
         )

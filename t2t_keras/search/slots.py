@@ -43,7 +43,8 @@ from t2t_keras.data.ids import PAD_ID
 from t2t_keras.search import sampling, shapes
 from t2t_keras.search.decoder import output_positions
 from t2t_keras.search.settings import SearchSettings
-from t2t_keras.search.slot_loop import Finished, SlotLoop, Slots
+from t2t_keras.search.slot_loop import SlotLoop
+from t2t_keras.search.slot_state import Finished, Slots
 
 BLOCK_SLOTS = 2  # A block holds this many sentences per slot: M = 2N.
 # The longest 1/LONG_TAIL of a file's rows are searched apart when the rest are
