@@ -12,6 +12,9 @@ of `utilization`; --mode=matmul prints that rate for fp32 and bf16 (fp32 alone
 where ONEDNN_MAX_CPU_ISA keeps oneDNN below bfloat16). Every line
 names the machine: the CPU, its AVX2 / AVX-512 / AVX512_BF16 / AMX flags,
 whether TensorFlow's oneDNN kernels were on, and the float32 matmul rate.
+Decoding with --mixed_precision=bf16 runs the search's dense products in
+bfloat16 through TensorFlow's kernels (oneDNN) and compiles the rest in
+segments around them, whatever --xla (`t2t_keras.models.product_step`).
 """
 
 from __future__ import annotations

@@ -20,6 +20,8 @@ LENGTH_PENALTIES = ("gnmt", "length")
 # Hugging Face's); "zero", no token there (CTranslate2's Marian models). Both add the
 # first position's signal.
 DECODER_STARTS = ("pad", "zero")
+# What a search's dense products run in (`search.decoder.Decoder`).
+DECODE_PRECISIONS = ("float32", "bfloat16")
 XLA_HELP = (
     "XLA compilation. off: none; attention: the attention cores and the training loss; full: "
     "those and every whole function around them: each replica's train step (t2t-trainer) and the "

@@ -205,13 +205,24 @@ def fixed_length_decoder(
             "cannot be negative; give a fixed output length of at least the source length."
         )
     compiled = Xla(xla)
+    # bf16: a float32 model whose search runs its products in bfloat16 (Decoder's
+    # precision); fp16: a mixed_float16 model, searched as --xla says.
+    products = precision == "bf16"
     model = build_model(
-        "transformer", hparams, use_xla=compiled.compiles_attention, dtype=POLICIES[precision]
+        "transformer",
+        hparams,
+        use_xla=compiled.compiles_attention or products,
+        dtype=POLICIES["off" if products else precision],
     )
     settings = DecodeHParams(
         beam_size=beam_size, extra_length=output_length - source_length, min_length=output_length
     ).resolve(hparams)
-    return Decoder(model, settings.search, jit_compile=compiled.compiles_whole_search)
+    return Decoder(
+        model,
+        settings.search,
+        jit_compile=compiled.compiles_whole_search,
+        precision="bfloat16" if products else "float32",
+    )
 
 
 def _rates(

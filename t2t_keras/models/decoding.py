@@ -148,7 +148,7 @@ class IncrementalDecoding:
             state: DecodingState, index: tf.Tensor, ids: tf.Tensor, parents: tf.Tensor | None
         ) -> tuple[tf.Tensor, DecodingState]:
             index = tf.broadcast_to(tf.cast(index, tf.int32), [batch])  # [B]
-            ancestors = _follow_parents(state["ancestors"], parents, index, own_row, cache_length)
+            ancestors = follow_parents(state["ancestors"], parents, index, own_row, cache_length)
             new_state = {"ancestors": ancestors}
             leaves = leaf_words = None
             if self.word_starts is not None:
@@ -239,7 +239,7 @@ def _first_position(
     return written
 
 
-def _follow_parents(
+def follow_parents(
     ancestors: tf.Tensor,
     parents: tf.Tensor | None,
     index: tf.Tensor,

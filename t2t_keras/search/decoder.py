@@ -10,7 +10,9 @@ from absl import logging
 
 from t2t_keras.data.ids import EOS_ID, PAD_ID
 from t2t_keras.data.tree_tokens import TreeTokens
+from t2t_keras.models.product_step import ProductDecoding
 from t2t_keras.models.transformer import Transformer
+from t2t_keras.modes import DECODE_PRECISIONS
 from t2t_keras.search.beam import BeamSearch
 from t2t_keras.search.greedy import greedy_search
 from t2t_keras.search.sampling import Sampler, best_first
@@ -76,7 +78,27 @@ class Decoder(ModelSearch):
         `tree_constraint`; `tree_constraint.TreeConstraint`), applied when
         settings.tree_constraint; None: no constraint.
       jit_compile: XLA-compile the search.
+      precision: "float32", or "bfloat16": the step's dense products in bfloat16
+        by TensorFlow's kernels, the rest compiled in segments around them
+        (`models.product_step`; jit_compile is then moot). A model without leaf
+        inputs only.
     """
+
+    def __init__(
+        self,
+        model: Transformer,
+        settings: SearchSettings,
+        tree_tokens: TreeTokens | None = None,
+        jit_compile: bool = True,
+        precision: str = "float32",
+    ) -> None:
+        if precision not in DECODE_PRECISIONS:
+            raise ValueError(f"precision: one of {', '.join(DECODE_PRECISIONS)}, not {precision!r}")
+        products = precision == "bfloat16"
+        super().__init__(model, settings, tree_tokens, jit_compile and not products)
+        self.precision = precision
+        # What the search calls to encode and step: the model, or its product step.
+        self.decoding: Any = ProductDecoding(model) if products else model
 
     @functools.cached_property
     def _compiled(self) -> Any:
@@ -158,7 +180,7 @@ class Decoder(ModelSearch):
         constraint = self.constraint(inputs, max_lengths)
         if not settings.is_greedy:
             return self._beam_search(inputs, decode_length, max_lengths, min_lengths, constraint)
-        state, step = self.model.start_decoding(inputs, decode_length, 1)
+        state, step = self.decoding.start_decoding(inputs, decode_length, 1)
         return greedy_search(
             step,
             state,
@@ -181,7 +203,7 @@ class Decoder(ModelSearch):
     ) -> tuple[tf.Tensor, tf.Tensor]:
         """Beam search of inputs [B, S], its first position on one row a sentence
         (`BeamSearch.after_first_position`), then the K beams of each."""
-        settings, model = self.settings, self.model
+        settings, model = self.settings, self.decoding
         beams = settings.beam_size
         memory = model.encode_for_decoding(inputs, beams)
         search = BeamSearch(
