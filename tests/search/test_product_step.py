@@ -1,5 +1,5 @@
 """The product step (`models.product_step`): its structure, run with float32 products,
-searches as the compiled step does; with bfloat16 products its logits stay near
+searches as the model's own step does; with bfloat16 products its logits stay near
 float32's, and a search in bfloat16 ends as every search must."""
 
 from __future__ import annotations
@@ -37,14 +37,14 @@ def _randomized(hparams, seed: int):
 @pytest.mark.parametrize(
     ("variant", "beam_size"), [("post-norm", 1), ("pre-norm, biases, swish, d_v 12", 3)]
 )
-def test_float32_products_search_as_the_compiled_step(variant: str, beam_size: int) -> None:
+def test_float32_products_search_as_the_models_own_step(variant: str, beam_size: int) -> None:
     model = _randomized(VARIANTS[variant], seed=3)
     settings = DecodeHParams(beam_size=beam_size, alpha=0.6, return_beams=beam_size > 1)
     search = settings.resolve(model.hparams).search
-    compiled = Decoder(model, search)
+    own = Decoder(model, search, jit_compile=False)
     products = Decoder(model, search, jit_compile=False)
     products.decoding = ProductDecoding(model, tf.float32)
-    ids, scores = compiled(INPUTS)
+    ids, scores = own(INPUTS)
     product_ids, product_scores = products(INPUTS)
     np.testing.assert_array_equal(product_ids.numpy(), ids.numpy())
     np.testing.assert_allclose(product_scores.numpy(), scores.numpy(), atol=1e-4)
