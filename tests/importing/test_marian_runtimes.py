@@ -1,17 +1,17 @@
 """An imported Marian model through every runtime, with the texts transformers gave
-(tests/fixtures/marian): t2t-server, the SavedModel, a CTranslate2 export; and
-fine-tuned with t2t-trainer --warm_start_from on pairs of its own."""
+(tests/fixtures/marian): the SavedModel, a CTranslate2 export; and fine-tuned
+with t2t-trainer --warm_start_from on pairs of its own. t2t-server runs the
+slot search t2t-decoder does (test_marian.py), whose texts the server tests
+hold it to."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import tensorflow as tf
 from binaries import run_in_process
-from server_process import Server
 
 from t2t_keras.export.ctranslate2_export import export_ctranslate2, read_info, search_defaults
 from t2t_keras.export.ctranslate2_runtime import CTranslate2Translator
@@ -31,23 +31,6 @@ BEAM = {
 @pytest.fixture(scope="module")
 def train_dir(marian_train_dir: Path) -> Path:
     return marian_train_dir
-
-
-@pytest.fixture(scope="module")
-def server(train_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    log = tmp_path_factory.mktemp("server") / "server.log"
-    started = Server(f"--output_dir={train_dir}", "--slot_widths=63", "--xla=off", log=log)
-    try:
-        started.wait_ready()
-        yield started
-    finally:
-        started.stop()
-
-
-def test_the_server_gives_marians_texts(server: Server) -> None:
-    status, body = server.post("v1/translate", {"inputs": list(BEAM)})
-    assert status == 200, body
-    assert body["outputs"] == list(BEAM.values())
 
 
 def test_the_saved_model_gives_marians_texts(train_dir: Path, tmp_path: Path) -> None:
