@@ -14,6 +14,7 @@ from t2t_keras.benchmark import flops
 from t2t_keras.models import TransformerHParams
 from t2t_keras.training import hardware
 
+DECODE_SHAPE = ["--beam_size=2", "--decode_batch=3", "--src_length=6", "--fixed_output_length=8"]
 TINY = ["--hparams_set=transformer_tiny", "--steps=1", "--warmup_steps=1", "--matmul_size=1024"]
 COMMON_KEYS = {"mode", "steps", "step_time_s", "flops_per_s", "utilization", "peak_rss_mb"}
 RATE_KEYS = {"tgt_tokens_per_s", "tokens_per_s", "sentences_per_s", "xla", "precision"}
@@ -25,34 +26,26 @@ def measurements(stdout: str) -> list[dict]:
     return [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
 
 
-@pytest.mark.parametrize(
-    ("mode", "shape", "expected"),
-    [
-        (
-            "train",
-            [*TRAIN_SHAPE, "--mixed_precision=off"],
-            {"hparams_set": "transformer_tiny", "batch_sentences": 8, "src_length": 9},
-        ),
-        (  # Decoding takes the default, auto, as float32: as t2t-decoder decodes.
-            "decode",
-            ["--beam_size=2", "--decode_batch=3", "--src_length=6", "--fixed_output_length=8"],
-            {"beam_size": 2, "decode_batch": 3, "fixed_output_length": 8},
-        ),
-    ],
-)
-def test_train_and_decode_print_one_measurement(
-    mode: str, shape: list[str], expected: dict
-) -> None:
-    result = run_in_process("t2t-benchmark", f"--mode={mode}", *TINY, *shape)
-    assert result.returncode == 0, result.stderr
-    (measurement,) = measurements(result.stdout)
+def check_measurement(measurement: dict, mode: str, expected: dict) -> None:
+    """One JSON line of `mode`: every key, the shapes `expected`, consistent rates."""
     assert set(measurement) >= COMMON_KEYS | RATE_KEYS | MACHINE_KEYS
     assert {key: measurement[key] for key in expected} == expected
-    assert measurement["mode"] == mode and measurement["precision"] == "fp32"
+    assert measurement["mode"] == mode
     assert 0.0 < measurement["utilization"] < 1.5
     assert measurement["step_time_s"] > 0 and measurement["peak_rss_mb"] > 100
     sentences = measurement.get("batch_sentences") or measurement["decode_batch"]
     assert measurement["sentences_per_s"] == pytest.approx(sentences / measurement["step_time_s"])
+
+
+def test_train_prints_one_measurement() -> None:
+    result = run_in_process(
+        "t2t-benchmark", "--mode=train", *TINY, *TRAIN_SHAPE, "--mixed_precision=off"
+    )
+    assert result.returncode == 0, result.stderr
+    (measurement,) = measurements(result.stdout)
+    expected = {"hparams_set": "transformer_tiny", "batch_sentences": 8, "src_length": 9}
+    check_measurement(measurement, "train", expected)
+    assert measurement["precision"] == "fp32"
 
 
 def test_a_target_vocabulary_of_its_own_size_trains() -> None:
@@ -63,6 +56,14 @@ def test_a_target_vocabulary_of_its_own_size_trains() -> None:
     assert result.returncode == 0, result.stderr
     (measurement,) = measurements(result.stdout)
     assert measurement["mode"] == "train" and measurement["batch_sentences"] == 4
+
+
+def fake_cpu(monkeypatch: pytest.MonkeyPatch, flags: set[str], onednn_on: bool) -> None:
+    """A CPU of these flags, whose bfloat16 products run twice the float32 rate."""
+    cpu = machine.Cpu("Faked CPU", frozenset(flags), "x86_64", "Linux")
+    monkeypatch.setattr(machine, "read_cpu", lambda *_: cpu)
+    monkeypatch.setattr(hardware, "onednn_enabled", lambda: onednn_on)
+    monkeypatch.setattr(hardware, "matmul_rate", lambda dtype: {tf.bfloat16: 2e11}.get(dtype, 1e11))
 
 
 @pytest.mark.parametrize(
@@ -76,15 +77,29 @@ def test_a_target_vocabulary_of_its_own_size_trains() -> None:
 def test_auto_trains_in_the_precision_the_faked_cpu_runs_natively_and_faster(
     monkeypatch: pytest.MonkeyPatch, flags: set[str], onednn_on: bool, expected: str
 ) -> None:
-    cpu = machine.Cpu("Faked CPU", frozenset(flags), "x86_64", "Linux")
-    monkeypatch.setattr(machine, "read_cpu", lambda *_: cpu)
-    monkeypatch.setattr(hardware, "onednn_enabled", lambda: onednn_on)
-    monkeypatch.setattr(hardware, "matmul_rate", lambda dtype: {tf.bfloat16: 2e11}.get(dtype, 1e11))
+    fake_cpu(monkeypatch, flags, onednn_on)
     result = run_in_process("t2t-benchmark", "--mode=train", *TINY, *TRAIN_SHAPE)
     assert result.returncode == 0, result.stderr
     (measurement,) = measurements(result.stdout)
     assert measurement["precision"] == expected and measurement["cpu"] == "Faked CPU"
     assert measurement["cpu_flags"]["avx512_bf16"] is ("avx512_bf16" in flags)
+
+
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [({"avx2", "fma", "avx512f", "avx512_bf16"}, ["fp32", "bf16"]), ({"avx2", "fma"}, ["fp32"])],
+)
+def test_auto_decodes_in_float32_and_in_bfloat16_where_the_faked_cpu_runs_it(
+    monkeypatch: pytest.MonkeyPatch, flags: set[str], expected: list[str]
+) -> None:
+    fake_cpu(monkeypatch, flags, onednn_on=True)
+    result = run_in_process("t2t-benchmark", "--mode=decode", *TINY, *DECODE_SHAPE)
+    assert result.returncode == 0, result.stderr
+    lines = measurements(result.stdout)
+    assert [line["precision"] for line in lines] == expected
+    shape = {"beam_size": 2, "decode_batch": 3, "fixed_output_length": 8}
+    for line in lines:
+        check_measurement(line, "decode", shape)
 
 
 def test_matmul_prints_fp32_and_bf16_rates_and_the_machine_as_a_real_program() -> None:
