@@ -58,6 +58,11 @@ def _norm(norm: Any) -> tuple[tf.Tensor, tf.Tensor, float]:
     return tf.convert_to_tensor(norm.gamma), tf.convert_to_tensor(norm.beta), norm.epsilon
 
 
+def _cache() -> tf.Variable:
+    """A self-attention cache's variable, of any shape: each search assigns its own."""
+    return tf.Variable(tf.zeros([0], tf.float32), shape=tf.TensorShape(None), trainable=False)
+
+
 def _read(variable: Any) -> tf.Tensor | None:
     return None if variable is None else tf.convert_to_tensor(variable)
 
@@ -78,7 +83,7 @@ class ProductDecoding:
         self.dtype = dtype
         self.hparams = model.hparams
         self.caches = {
-            which: [self._cache_variables(layer) for layer in model.decoder_layers]
+            which: [{"key": _cache(), "value": _cache()} for _ in model.decoder_layers]
             for which in (_ROWS, _FIRST)
         }
         self._split_qkv = _segment(self._split_qkv_fn)
@@ -88,14 +93,6 @@ class ProductDecoding:
         self._start_step = _segment(self._start_step_fn)
         self._encode = _segment(model.encode_for_decoding)
         self._activation = model.decoder_layers[0].feed_forward.inner.activation
-
-    def _cache_variables(self, layer: Any) -> dict[str, tf.Variable]:
-        def empty() -> tf.Variable:
-            return tf.Variable(
-                tf.zeros([0], tf.float32), shape=tf.TensorShape(None), trainable=False
-            )
-
-        return {"key": empty(), "value": empty()}
 
     # What the searches call (`IncrementalDecoding`'s methods).
 
