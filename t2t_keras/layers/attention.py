@@ -390,6 +390,16 @@ class MultiHeadAttention(keras.layers.Layer):
         }
 
 
+def slot_indices(
+    batch: int | tf.Tensor, heads: int | tf.Tensor, rows: int | tf.Tensor, index: tf.Tensor | int
+) -> tf.Tensor:
+    """[B, H, G, 4]: slot `index` of every row of a one-step cache [B, H, G, L, .], the
+    indices of a scatter there; index one position for all sentences, or [B]."""
+    grid = tf.meshgrid(tf.range(batch), tf.range(heads), tf.range(rows), indexing="ij")
+    own_index = tf.reshape(tf.cast(index, tf.int32), [-1, 1, 1])  # [B|1, 1, 1]
+    return tf.stack([*grid, tf.broadcast_to(own_index, tf.shape(grid[0]))], axis=-1)
+
+
 def _write_step(cache: KeysValues, step: KeysValues, index: tf.Tensor | int) -> KeysValues:
     """Writes each row's key and value [B * G, H, 1, K|V] into slot `index` of [B, H, G, L, K|V].
 
@@ -399,10 +409,7 @@ def _write_step(cache: KeysValues, step: KeysValues, index: tf.Tensor | int) -> 
     decoding loop: a step costs the same at every position.
     """
     batch, heads, rows = shape_list(cache["key"])[:3]
-    grid = tf.meshgrid(tf.range(batch), tf.range(heads), tf.range(rows), indexing="ij")
-    own_index = tf.reshape(tf.cast(index, tf.int32), [-1, 1, 1])  # [B|1, 1, 1]
-    position = tf.broadcast_to(own_index, [batch, heads, rows])
-    indices = tf.stack([*grid, position], axis=-1)  # [B, H, G, 4]
+    indices = slot_indices(batch, heads, rows, index)
     written = {}
     for name in ("key", "value"):
         update = tf.reshape(

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import tensorflow as tf
 
+from t2t_keras.layers.attention import slot_indices
 from t2t_keras.layers.masks import MASKED, beam_step_bias
 from t2t_keras.layers.shape_list import shape_list
 
@@ -230,13 +231,22 @@ def _first_position(
     vectors, in place inside the compiled loop."""
     written = {}
     for name, tensor in cache.items():
-        sentences, heads, rows = shape_list(tensor)[:3]
-        new = tf.gather(first[name][:, :, :, 0], source)  # [N, H, 1, D]
-        slot = tf.where(taken[:, tf.newaxis, tf.newaxis, tf.newaxis], new, tensor[:, :, :, 0])
-        grid = tf.meshgrid(tf.range(sentences), tf.range(heads), tf.range(rows), indexing="ij")
-        indices = tf.stack([*grid, tf.zeros_like(grid[0])], axis=-1)  # [N, H, K, 4]
-        written[name] = tf.tensor_scatter_nd_update(tensor, indices, slot)
+        written[name] = tf.tensor_scatter_nd_update(
+            tensor, *first_slots(tensor, first[name], taken, source)
+        )
     return written
+
+
+def first_slots(
+    cache: tf.Tensor, first: tf.Tensor, taken: tf.Tensor, source: tf.Tensor
+) -> tuple[tf.Tensor, tf.Tensor]:
+    """(indices [N, H, K, 4], values [N, H, K, D]) of a scatter into cache [N, H, K, L, D]
+    setting slot 0 of the K rows of the sentences taken [N] to row source [N] of
+    first [M, H, 1, 1, D], and leaving the others' as they are."""
+    sentences, heads, rows = shape_list(cache)[:3]
+    new = tf.gather(first[:, :, :, 0], source)  # [N, H, 1, D]
+    slot = tf.where(taken[:, tf.newaxis, tf.newaxis, tf.newaxis], new, cache[:, :, :, 0])
+    return slot_indices(sentences, heads, rows, 0), slot
 
 
 def follow_parents(

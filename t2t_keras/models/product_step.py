@@ -36,7 +36,13 @@ import tensorflow as tf
 from t2t_keras.layers import attention
 from t2t_keras.layers.masks import beam_step_bias
 from t2t_keras.layers.shape_list import shape_list
-from t2t_keras.models.decoding import DecodingMemory, DecodingState, StepFunction, follow_parents
+from t2t_keras.models.decoding import (
+    DecodingMemory,
+    DecodingState,
+    StepFunction,
+    first_slots,
+    follow_parents,
+)
 
 _ROWS, _FIRST = "rows", "first"  # The searched rows' caches; the one-row first position's.
 
@@ -131,16 +137,11 @@ class ProductDecoding:
         """As `IncrementalDecoding.first_positions`, from the one-row caches' slot 0."""
         for rows, one_row in zip(self.caches[_ROWS], self.caches[_FIRST], strict=True):
             for name in ("key", "value"):
-                cache = rows[name]
-                sentences, heads, beams = tf.unstack(tf.shape(cache)[:3], num=3)
-                new = tf.gather(one_row[name][:, :, :, 0], source)  # [N, H, 1, D]
-                slot = tf.where(
-                    taken[:, tf.newaxis, tf.newaxis, tf.newaxis], new, cache[:, :, :, 0]
+                cache, first_cache = (
+                    tf.ensure_shape(tf.convert_to_tensor(c[name]), [None] * 5)
+                    for c in (rows, one_row)
                 )
-                grid = tf.meshgrid(
-                    tf.range(sentences), tf.range(heads), tf.range(beams), indexing="ij"
-                )
-                cache.scatter_nd_update(tf.stack([*grid, tf.zeros_like(grid[0])], axis=-1), slot)
+                rows[name].scatter_nd_update(*first_slots(cache, first_cache, taken, source))
         return dict(state)
 
     def decoding_step(
@@ -234,8 +235,7 @@ class ProductDecoding:
         model = self.model
         x = model._embed(model.target_embedding, ids[:, tf.newaxis], 1, row_index, False)[:, 0]
         heads = model.decoder_layers[0].self_attention.num_heads
-        grid = tf.meshgrid(tf.range(batch), tf.range(heads), tf.range(beams), indexing="ij")
-        slots = tf.stack([*grid, tf.broadcast_to(index[:, None, None], tf.shape(grid[0]))], -1)
+        slots = attention.slot_indices(batch, heads, beams, index)
         h = x if first_norm is None else _layer_norm(x, first_norm)
         return ancestors, beam_step_bias(ancestors, index), slots, x, tf.cast(h, self.dtype)
 
