@@ -1,9 +1,10 @@
 r"""How much bfloat16 products can give a model's decoding step: the step alone, three ways.
 
 Times the decoding step of --trained_dir (or of --hparams_set with random
-weights) on B sentences x K beams over L cache positions, in a loop of L
-steps: compiled whole by XLA in float32 (the search's step today), and as
-`ProductDecoding` with its products in float32 and in bfloat16. The last two
+weights) on B sentences x K beams over L cache positions: a loop of L steps
+after the inputs' encoding, timed whole and divided by L. Three steps: the
+model's, compiled whole by XLA in float32 (the search's step today), and
+`ProductDecoding`'s with its products in float32 and in bfloat16. The last two
 share one structure, so their difference is what bfloat16 products save a
 step; the compiled step less that saving bounds any step whose products run
 in bfloat16 and whose other work costs what XLA's does. Medians of --rounds
@@ -11,7 +12,7 @@ alternating rounds. Figures: docs/benchmarks.md#decoding-in-bfloat16.
 
     .venv/bin/python benchmarks/product_step.py --trained_dir=TRAIN/averaged
     .venv/bin/python benchmarks/product_step.py --hparams_set=transformer_base \
-        --hparams=vocab_size=8000 --sentences=32 --beam_size=4 --src_length=30
+        --sentences=32 --beam_size=4 --src_length=30
 
 stdout: one JSON line per round and step kind, then the table (markdown).
 """
@@ -30,7 +31,7 @@ KINDS = ("compiled float32", "products float32", "products bfloat16")
 
 flags.DEFINE_string("trained_dir", None, "The training directory (or averaged/) whose step.")
 flags.DEFINE_string("hparams_set", None, "Without --trained_dir: this set, random weights.")
-flags.DEFINE_string("hparams", "", "With --hparams_set: overrides, e.g. vocab_size=8000.")
+flags.DEFINE_string("hparams", "", "With --hparams_set: overrides (vocab_size 8,000 if unset).")
 flags.DEFINE_integer("sentences", 64, "B: sentences stepped together.", 1)
 flags.DEFINE_integer("beam_size", 5, "K: rows per sentence.", 1)
 flags.DEFINE_integer("src_length", 24, "Tokens per input.", 2)
@@ -46,13 +47,14 @@ FLAGS = flags.FLAGS
 
 def _model() -> Any:
     from t2t_keras import catalog, registry
+    from t2t_keras.benchmark import with_vocabulary
     from t2t_keras.run.loading import load_trained
     from t2t_keras.run.weights import build_model
 
     catalog.load()
     if FLAGS.trained_dir:
         return load_trained(FLAGS.trained_dir, use_xla=True).model
-    hparams = registry.hparams(FLAGS.hparams_set).override(FLAGS.hparams)
+    hparams = with_vocabulary(registry.hparams(FLAGS.hparams_set).override(FLAGS.hparams))
     return build_model("transformer", hparams, use_xla=True)
 
 
@@ -93,7 +95,9 @@ def main(argv: list[str]) -> None:
         KINDS[1]: _step_loop(ProductDecoding(model, tf.float32), False),
         KINDS[2]: _step_loop(ProductDecoding(model, tf.bfloat16), False),
     }
-    inputs = tf.random.uniform([FLAGS.sentences, FLAGS.src_length], 3, 1000, tf.int32, seed=1)
+    shape = [FLAGS.sentences, FLAGS.src_length]
+    highest = min(1000, model.hparams.vocab_size)
+    inputs = tf.random.uniform(shape, 3, highest, tf.int32, seed=1)
     for loop in loops.values():
         loop(inputs).numpy()  # Compiles.
     machine = machine_facts()
