@@ -1,14 +1,16 @@
-"""count_params against the paper's Table 3 and a count by hand."""
+"""count_params against the paper's Table 3, a count by hand and the built model's weights."""
 
 from __future__ import annotations
 
 import dataclasses
 
+import keras
 import pytest
 
 from t2t_keras import registry
 from t2t_keras.errors import UserError
 from t2t_keras.models import TransformerHParams, count_params
+from tests.models.test_transformer import TINY, build
 
 PAPER_VOCAB = 37000
 
@@ -99,3 +101,50 @@ def test_target_vocab_size_comes_from_hparams_or_argument() -> None:
     # With one matrix target_vocab_size may only repeat vocab_size; the argument overrides both.
     same = TransformerHParams(vocab_size=100, target_vocab_size=100)
     assert count_params(same, 500) == count_params(TransformerHParams(), 500)
+
+
+def _sets_of_distinct_fields() -> list[str]:
+    """Table 3's sets and big, the first of each group that changes the same fields of
+    base's shapes: A1 for A1-A4 (heads), C1 for C1-C3 (layers), and so on. Within a
+    group only the numbers the weight count multiplies differ. Rows D change only
+    dropout and label smoothing: D1 stands for them and for base's own shapes."""
+    base = registry.hparams("transformer_base")
+    regularization = {"dropout": 0.0, "embedding_dropout": 0.0, "label_smoothing": 0.0}
+    names = [name for name in registry.list_hparams() if "table3" in name] + ["transformer_big"]
+    by_fields: dict[frozenset[str], str] = {}
+    for name in names:
+        shapes = dataclasses.replace(registry.hparams(name), **regularization)
+        changed = frozenset(
+            field.name
+            for field in dataclasses.fields(shapes)
+            if getattr(shapes, field.name) != getattr(base, field.name)
+        )
+        by_fields.setdefault(changed, name)
+    return list(by_fields.values())
+
+
+@pytest.mark.parametrize("set_name", _sets_of_distinct_fields())
+def test_built_model_has_count_params_weights(set_name: str) -> None:
+    hparams = registry.hparams(set_name).override("vocab_size=64")
+    model = build(hparams)
+    assert model.count_params() == count_params(hparams)
+    keras.backend.clear_session()
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        "layer_norm_position=pre",
+        "position_encoding=learned",
+        "shared_embeddings=false",
+        "shared_embeddings=false,tie_target_embeddings=false",
+        "leaf_positions=true,leaf_id=4",
+        "leaf_words=true,leaf_id=4",
+        "leaf_positions=true,leaf_words=true,leaf_id=4",
+        "attention_bias=true,logits_bias=true",
+        "attention_bias=true,logits_bias=true,shared_embeddings=false,target_vocab_size=40",
+    ],
+)
+def test_variants_have_count_params_weights(overrides: str) -> None:
+    hparams = TINY.override(overrides)
+    assert build(hparams).count_params() == count_params(hparams)

@@ -46,53 +46,6 @@ def logits(model: Transformer, inputs: tf.Tensor, targets: tf.Tensor) -> np.ndar
     return model({"inputs": inputs, "targets": targets}).numpy()
 
 
-def _sets_of_distinct_fields() -> list[str]:
-    """Table 3's sets and big, the first of each group that changes the same fields of
-    base's shapes: A1 for A1-A4 (heads), C1 for C1-C3 (layers), and so on. Within a
-    group only the numbers the weight count multiplies differ. Rows D change only
-    dropout and label smoothing: D1 stands for them and for base's own shapes."""
-    base = registry.hparams("transformer_base")
-    regularization = {"dropout": 0.0, "embedding_dropout": 0.0, "label_smoothing": 0.0}
-    names = [name for name in registry.list_hparams() if "table3" in name] + ["transformer_big"]
-    by_fields: dict[frozenset[str], str] = {}
-    for name in names:
-        shapes = dataclasses.replace(registry.hparams(name), **regularization)
-        changed = frozenset(
-            field.name
-            for field in dataclasses.fields(shapes)
-            if getattr(shapes, field.name) != getattr(base, field.name)
-        )
-        by_fields.setdefault(changed, name)
-    return list(by_fields.values())
-
-
-@pytest.mark.parametrize("set_name", _sets_of_distinct_fields())
-def test_built_model_has_count_params_weights(set_name: str) -> None:
-    hparams = registry.hparams(set_name).override("vocab_size=64")
-    model = build(hparams)
-    assert model.count_params() == count_params(hparams)
-    keras.backend.clear_session()
-
-
-@pytest.mark.parametrize(
-    "overrides",
-    [
-        "layer_norm_position=pre",
-        "position_encoding=learned",
-        "shared_embeddings=false",
-        "shared_embeddings=false,tie_target_embeddings=false",
-        "leaf_positions=true,leaf_id=4",
-        "leaf_words=true,leaf_id=4",
-        "leaf_positions=true,leaf_words=true,leaf_id=4",
-        "attention_bias=true,logits_bias=true",
-        "attention_bias=true,logits_bias=true,shared_embeddings=false,target_vocab_size=40",
-    ],
-)
-def test_variants_have_count_params_weights(overrides: str) -> None:
-    hparams = TINY.override(overrides)
-    assert build(hparams).count_params() == count_params(hparams)
-
-
 # Every matrix there is: two vocabularies, three embeddings, a parser's leaf inputs.
 ALL_MATRICES = TINY.override(
     "d_model=64,d_ff=128,d_k=16,d_v=16,vocab_size=300,target_vocab_size=200,"
